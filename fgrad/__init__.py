@@ -1,0 +1,33 @@
+"""fgrad: JAX-style function transformations for NumPy code, in pure Python.
+
+>>> import fgrad, fgrad.numpy as fnp
+>>> f = lambda x1, x2: fnp.log(x1) + x1 * x2 - fnp.exp(x2)
+>>> fgrad.grad(f, argnums=(0, 1))(2.0, 5.0)
+(np.float64(5.5), np.float64(-146.4131591025766))
+"""
+
+from . import numpy, tree_util
+from .api import (
+    ShapeDtypeStruct,
+    grad,
+    jvp,
+    linearize,
+    make_jaxpr,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+)
+from .core.errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    UnexpectedTracerError,
+)
+from .ir import ClosedJaxpr, Jaxpr, eval_jaxpr
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
+    "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
+    "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "tree_util",
+]

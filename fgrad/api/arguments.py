@@ -1,0 +1,147 @@
+"""Arguments and results at the boundary of the public API: argnums, pytree
+flattening of functions, conversion of inputs and outputs, and the names of
+arguments used in messages."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import get_aval
+from ..core.trace import Tracer
+from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+__all__ = [
+    "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_output", "leaf_names", "describe",
+]
+
+
+def fun_name(fun: Callable[..., Any]) -> str:
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    return name
+
+
+def normalize_argnums(argnums: int | Sequence[int], nargs: int, fun: Callable[..., Any]) -> tuple[int, ...]:
+    """Argnums as a tuple of non-negative ints; TypeError/ValueError when misused."""
+    if type(argnums) is int and 0 <= argnums < nargs:
+        return (argnums,)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums or not all(isinstance(i, int) for i in nums):
+        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    out = []
+    for i in nums:
+        j = i + nargs if i < 0 else i
+        if not 0 <= j < nargs:
+            raise ValueError(
+                f"argnums={argnums!r} refers to positional argument {i}, but {fun_name(fun)} was "
+                f"called with {nargs} positional argument{'s' if nargs != 1 else ''}"
+            )
+        out.append(j)
+    if len(set(out)) != len(out):
+        raise ValueError(f"argnums={argnums!r} names the same argument twice")
+    return tuple(out)
+
+
+class OutStore:
+    """Where a flattened function leaves the structure of its output (and of
+    its aux value, with has_aux)."""
+
+    __slots__ = ("tree", "aux_tree")
+
+    def __init__(self) -> None:
+        self.tree: PyTreeDef | None = None
+        self.aux_tree: PyTreeDef | None = None
+
+
+def describe(x: Any) -> str:
+    """A value as a message names it: `a tuple of length 3`, `an array f64[3]`."""
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    if isinstance(x, (Tracer, np.ndarray, np.generic)):
+        return f"an array {x.aval.str_short() if isinstance(x, Tracer) else _short(x)}"
+    return f"a {type(x).__name__}"
+
+
+def _short(x: Any) -> str:
+    return get_aval(x).str_short()
+
+
+def flatten_fun(
+    fun: Callable[..., Any], in_tree: PyTreeDef, has_aux: bool = False, name: str | None = None
+) -> tuple[Callable[..., Any], OutStore]:
+    """`fun` of pytrees as a function of flat leaves returning flat leaves.
+
+    With `has_aux`, `fun` returns `(output, aux)` and the flat function returns
+    `(output_leaves, aux_leaves)`. `name` is the user's function, for messages.
+    """
+    name = name or fun_name(fun)
+    store = OutStore()
+
+    def flat_fun(*leaves: Any) -> Any:
+        out = fun(*tree_unflatten(in_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    f"has_aux=True requires {name} to return a pair (output, aux), but it "
+                    f"returned {describe(out)}"
+                )
+            out, aux = out
+            aux_leaves, store.aux_tree = tree_flatten(aux)
+            out_leaves, store.tree = tree_flatten(out)
+            return out_leaves, aux_leaves
+        out_leaves, store.tree = tree_flatten(out)
+        return out_leaves
+
+    return flat_fun, store
+
+
+def to_input(x: Any) -> Any:
+    """A leaf argument as a value fgrad traces: arrays, NumPy scalars and tracers
+    as they are; Python numbers as NumPy scalars; lists as arrays."""
+    if isinstance(x, (np.ndarray, np.generic, Tracer)):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(
+            f"fgrad cannot trace an argument of type {type(x).__name__}: {x!r}. Arguments "
+            "must be arrays, numbers, or pytrees (tuples, lists, dicts) of them; pass other "
+            "values through a closure or functools.partial."
+        )
+    return arr[()] if arr.ndim == 0 else arr
+
+
+def to_output(x: Any) -> Any:
+    """A result leaving fgrad: a NumPy array the caller may write to, or a NumPy
+    scalar for 0-d; tracers of an enclosing transform pass through."""
+    if isinstance(x, Tracer):
+        return x
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    if x.ndim == 0:
+        return x[()]
+    if not x.flags.writeable:
+        return x.copy()
+    return x
+
+
+def leaf_names(fun: Callable[..., Any], args: Sequence[Any], positions: Sequence[int]) -> list[str]:
+    """A name for every leaf of the arguments at `positions`, for messages:
+    ``x``, ``params['w']``, ``args[2][0]``."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for i in positions:
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            base = params[i].name
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL:
+            base = f"{params[-1].name}[{i - len(params) + 1}]"
+        else:
+            base = f"argument {i}"
+        paths, _ = tree_flatten_with_path(args[i])
+        names.extend(base + keystr(path) for path, _ in paths)
+    return names

@@ -1,0 +1,132 @@
+"""Abstract values: what a transform knows about a value without its data.
+
+A `ShapedArray` is a shape and a NumPy dtype. Instances are interned, so two
+avals are equal exactly when they are the same object; that keeps dictionary
+keys built from avals (abstract-eval caches, jaxpr environments) cheap.
+
+A *weak* aval is that of a Python scalar: like NumPy (NEP 50), a Python float
+next to a float32 array does not promote it. This module knows nothing about
+traces or primitives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ShapedArray", "get_aval", "dtype_name", "is_float_dtype", "is_inexact_dtype"]
+
+_SHORT_NAMES = {
+    "float64": "f64", "float32": "f32", "float16": "f16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8",
+    "complex128": "c128", "complex64": "c64", "bool": "bool",
+}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """The short name JAX prints for a dtype: ``f64``, ``i32``, ``bool``."""
+    return _SHORT_NAMES.get(dtype.name, dtype.name)
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    return dtype.kind == "f"
+
+
+def is_inexact_dtype(dtype: np.dtype) -> bool:
+    """Float or complex: the dtypes that carry derivatives."""
+    return dtype.kind in "fc"
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape and dtype (interned).
+
+    >>> ShapedArray((3,), np.dtype("float64"))
+    f64[3]
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "ndim", "size", "__weakref__")
+    _interned: dict[tuple[tuple[int, ...], np.dtype, bool], ShapedArray] = {}
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool
+    ndim: int
+    size: int
+
+    def __new__(cls, shape: tuple[int, ...], dtype: Any, weak_type: bool = False) -> ShapedArray:
+        key = (shape, dtype, weak_type)
+        try:
+            return cls._interned[key]
+        except (KeyError, TypeError):
+            pass
+        shape = tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        key = (shape, dtype, weak_type)
+        aval = cls._interned.get(key)
+        if aval is None:
+            aval = object.__new__(cls)
+            aval.shape, aval.dtype, aval.weak_type = shape, dtype, weak_type
+            aval.ndim = len(shape)
+            aval.size = int(np.prod(shape, dtype=np.int64))
+            cls._interned[key] = aval
+        return aval
+
+    def strip_weak_type(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def str_short(self) -> str:
+        return f"{dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        return self.str_short()
+
+    def __reduce__(self) -> Any:
+        return (ShapedArray, (self.shape, self.dtype, self.weak_type))
+
+
+_F64, _I64, _C128, _BOOL = (np.dtype(t) for t in ("float64", "int64", "complex128", "bool"))
+
+# The aval of a scalar depends only on its type. Python scalars are weakly
+# typed: they take the dtype of the array they meet. NumPy scalar types are
+# added as they are met.
+_scalar_avals: dict[type, ShapedArray] = {
+    float: ShapedArray((), _F64, True),
+    int: ShapedArray((), _I64, True),
+    complex: ShapedArray((), _C128, True),
+    bool: ShapedArray((), _BOOL, False),
+}
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of a concrete value or a tracer.
+
+    >>> get_aval(np.ones((2, 3), np.float32))
+    f32[2,3]
+    """
+    if type(x) is np.ndarray:
+        return ShapedArray(x.shape, x.dtype)
+    aval = _scalar_avals.get(type(x))
+    if aval is not None:
+        return aval
+    if isinstance(x, np.generic) and x.dtype.kind in "biufc":
+        aval = _scalar_avals[type(x)] = ShapedArray((), x.dtype)
+        return aval
+    aval = getattr(x, "aval", None)  # tracers
+    if isinstance(aval, ShapedArray):
+        return aval
+    try:  # other array-likes with a shape and a dtype
+        return ShapedArray(x.shape, x.dtype)
+    except AttributeError:
+        pass
+    for scalar_type in (bool, int, float, complex):  # subclasses, e.g. IntEnum
+        if isinstance(x, scalar_type):
+            return _scalar_avals[scalar_type]
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(
+            f"fgrad cannot use a value of type {type(x).__name__} as an array: {x!r}. "
+            "Pass NumPy arrays, Python scalars, or (nested) lists of numbers."
+        )
+    return ShapedArray(arr.shape, arr.dtype)

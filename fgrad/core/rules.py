@@ -1,0 +1,91 @@
+"""The rule tables, one per transform, keyed by primitive, and the contracts
+their rules follow. Primitive modules fill them next to each definition;
+transform modules read them. A new transform adds a table here.
+
+Symbolic zeros: a tangent or cotangent of `None` means "exactly zero"; rules
+never receive a zero array they would have to build first.
+
+* ``jvp_rules[p](primals, tangents, **params) -> (primal_out, tangent_out)``
+  Tangents are values or None; `tangent_out` may be None. The rule runs with
+  the transform's parent (or the tangent-staging trace) current, so it is
+  written with ordinary operations and is itself differentiable.
+  A rule may instead be data, which the interpreters apply themselves (and
+  reverse mode records straight into its linear jaxpr):
+  - `JVPFactors`: an elementwise primitive's derivative in each argument;
+  - `LINEAR`: the primitive is linear, its jvp is itself on the tangents;
+  - `BILINEAR`: a product, linear in each argument: the tangent is the sum
+    over differentiated arguments of the primitive with that one replaced by
+    its tangent.
+* ``transpose_rules[p](ct, *args, **params) -> list of cotangents, one per arg``
+  For linear primitives only. Linear inputs arrive as `UndefinedPrimal(aval)`,
+  the others as values; `ct` is never None (a zero cotangent skips the
+  equation); an entry of the result is None for a non-linear input or a zero.
+  For a primitive with several results, `ct` is a list whose entries may be None.
+* ``batch_rules[p](args, dims, **params) -> (out, out_dim)``
+  (filled when vmap lands.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .avals import ShapedArray
+from .trace import Primitive
+
+__all__ = [
+    "jvp_rules", "transpose_rules", "batch_rules", "UndefinedPrimal", "JVPFactors", "JVPStructure",
+    "LINEAR", "BILINEAR",
+]
+
+jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure] = {}
+transpose_rules: dict[Primitive, Callable[..., Any]] = {}
+batch_rules: dict[Primitive, Callable[..., Any]] = {}
+
+
+class UndefinedPrimal:
+    """Stands for a linear input in a transpose rule: only its aval is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+class JVPFactors:
+    """The jvp rule of an elementwise primitive as a table of derivatives.
+
+    `factors[i]` is d(output)/d(argument i): a function `(ans, *primals,
+    **params) -> factor` of the primal output and inputs, a number (a constant
+    derivative: 1 for add, -1 for neg), or None (no derivative in that
+    argument). The output tangent is `sum_i tangent_i * factor_i`, broadcast to
+    the output. Factors touch primal values only, so they are computed once, on
+    the primal trace, and reverse mode keeps them as its residuals.
+    """
+
+    __slots__ = ("factors",)
+
+    def __init__(self, factors: tuple[Callable[..., Any] | int | float | None, ...]) -> None:
+        self.factors = factors
+
+    def __repr__(self) -> str:
+        return f"JVPFactors({self.factors})"
+
+
+class JVPStructure:
+    """A jvp rule that follows from the primitive's structure (see LINEAR, BILINEAR)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+LINEAR = JVPStructure("LINEAR")
+BILINEAR = JVPStructure("BILINEAR")

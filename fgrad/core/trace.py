@@ -1,0 +1,309 @@
+"""Primitives, `bind`, traces, tracers and the current-trace context.
+
+Dispatch is "stackless" (JAX's autodidax2): there is one *current trace*. A
+primitive's `bind` hands the call to it. A transform makes a new trace whose
+parent is the trace that was current, makes it current while the user's
+function runs, and evaluates its rules with the parent current again, so the
+simpler primitives those rules bind go one level down. A value belongs to a
+trace only if it is a tracer whose `_trace` is that very trace object; any
+other value, including a tracer of an enclosing transform, is a constant to
+it. No levels are compared, so nested transforms cannot confuse their
+perturbations.
+
+With no transform active the current trace is `EVAL_TRACE`, which calls the
+primitive's NumPy implementation. Functions in `fgrad.numpy` test for it first
+and call NumPy directly: one identity check of overhead.
+
+This module knows nothing about jaxprs, derivatives or NumPy's API; the
+NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .avals import ShapedArray
+from .errors import TracerArrayConversionError, UnexpectedTracerError
+
+__all__ = [
+    "Primitive",
+    "Trace",
+    "Tracer",
+    "EvalTrace",
+    "EVAL_TRACE",
+    "ctx",
+    "array_ops",
+    "passthrough_types",
+]
+
+
+class Primitive:
+    """The unit every transform understands: a name, a NumPy implementation and
+    a shape rule. Transform rules live in the tables below, keyed by primitive.
+
+    >>> sin_p = Primitive("sin", np.sin, lambda x: x)
+    >>> sin_p.bind(0.0)
+    np.float64(0.0)
+    """
+
+    __slots__ = ("name", "impl", "abstract_eval", "multiple_results")
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable[..., Any],
+        abstract_eval: Callable[..., Any],
+        multiple_results: bool = False,
+    ) -> None:
+        self.name = name
+        self.impl = impl
+        self.abstract_eval = abstract_eval
+        self.multiple_results = multiple_results
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        trace = ctx.trace
+        if trace is EVAL_TRACE:  # no transform active: just compute
+            return self.impl(*args, **params)
+        return trace.process_primitive(self, args, params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Trace:
+    """An interpreter of primitives. `parent` is the trace that was current when
+    this one was made; `dead` is set when its transform returns, after which any
+    of its tracers that is used raises `UnexpectedTracerError`."""
+
+    __slots__ = ("parent", "transform", "dead")
+
+    def __init__(self, parent: Trace | None, transform: str) -> None:
+        self.parent = parent
+        self.transform = transform  # for messages: "grad of f", "make_jaxpr of f"
+        self.dead = False
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def check_foreign(self, x: Tracer) -> None:
+        """Called on a tracer of another trace: fine if that trace is still running."""
+        if x._trace.dead:
+            raise escaped_tracer_error(x)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.transform})"
+
+
+class EvalTrace(Trace):
+    """Evaluation: the root trace, calling each primitive's NumPy implementation.
+
+    It does not look for tracers among the arguments: only a tracer whose
+    transform has returned can reach it, and NumPy hands such a tracer to its
+    `__array_ufunc__`, `__array_function__` or `__array__`, which raise
+    `UnexpectedTracerError`.
+    """
+
+    __slots__ = ()
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        return prim.impl(*args, **params)
+
+
+EVAL_TRACE = EvalTrace(None, "evaluation")
+
+
+class _Context:
+    __slots__ = ("trace",)
+
+    def __init__(self) -> None:
+        self.trace: Trace = EVAL_TRACE
+
+
+ctx = _Context()
+
+
+class tracing:
+    """Make `trace` current for the duration of a `with` block, and mark it dead
+    afterwards: its tracers must not be used once its transform has returned."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def __enter__(self) -> Trace:
+        self.prev = ctx.trace
+        ctx.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc: object) -> None:
+        ctx.trace = self.prev
+        self.trace.dead = True
+
+
+def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:
+    trace = x._trace
+    return UnexpectedTracerError(
+        f"A traced value ({x.aval.str_short()}) created by `{trace.transform}` was used after "
+        "that transform had returned: it escaped, for instance by being stored in a global, an "
+        "attribute or a list outside the function. Its value at that point is meaningless. "
+        "Return the value from the function instead (use has_aux=True to return extra values "
+        "from grad), or compute it outside the transformed function."
+    )
+
+
+# Filled by fgrad.numpy: "add", "multiply", "getitem", "sum", ... -> function.
+# Tracer's operators look their implementation up here, so that this layer
+# does not import the NumPy layer above it.
+array_ops: dict[str, Callable[..., Any]] = {}
+
+# The exact types fgrad.numpy hands to primitives without conversion: every
+# Tracer subclass (added as it is defined) and the NumPy and Python scalar and
+# array types (added by the NumPy layer). `type(x) in passthrough_types` is the
+# hot path's cheap test.
+passthrough_types: set[type] = set()
+
+
+class Tracer:
+    """A value flowing through a transform. Subclasses say what they carry
+    (a primal and a tangent, a jaxpr variable) and give `aval`."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    _trace: Trace
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        passthrough_types.add(cls)
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    def concrete_value(self, conversion: str) -> Any:
+        """The value underneath, for Python control flow; abstract traces raise."""
+        raise NotImplementedError
+
+    # --- array attributes -------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    # --- Python conversions: need a concrete value ---------------------------
+    def _concrete(self, conversion: str) -> Any:
+        if self._trace.dead:
+            raise escaped_tracer_error(self)
+        return self.concrete_value(conversion)
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete("complex"))
+
+    def __index__(self) -> int:
+        return self._concrete("index").__index__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._trace.dead:
+            raise escaped_tracer_error(self)
+        raise TracerArrayConversionError(
+            f"A traced value ({self.aval.str_short()}, traced by `{self._trace.transform}`) was "
+            "converted to a NumPy array (numpy.asarray, numpy.array or a NumPy function fgrad "
+            "does not support). That would silently drop its derivative. Use the function from "
+            "fgrad.numpy instead; to use the value as a constant, wrap it in "
+            "fgrad.stop_gradient(...) and keep it inside fgrad.numpy operations."
+        )
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if self._trace.dead:
+            raise escaped_tracer_error(self)
+        return array_ops["__array_ufunc__"](ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if self._trace.dead:
+            raise escaped_tracer_error(self)
+        return array_ops["__array_function__"](func, args, kwargs)
+
+    __hash__ = None  # type: ignore[assignment]  # tracers compare elementwise
+
+    # --- operators: installed on the class by the NumPy layer -----------------
+    # (fgrad/numpy/dispatch.py), as its functions themselves: no extra call.
+    if TYPE_CHECKING:
+        def __neg__(self) -> Any: ...
+        def __pos__(self) -> Any: ...
+        def __abs__(self) -> Any: ...
+        def __add__(self, other: Any) -> Any: ...
+        def __radd__(self, other: Any) -> Any: ...
+        def __sub__(self, other: Any) -> Any: ...
+        def __rsub__(self, other: Any) -> Any: ...
+        def __mul__(self, other: Any) -> Any: ...
+        def __rmul__(self, other: Any) -> Any: ...
+        def __truediv__(self, other: Any) -> Any: ...
+        def __rtruediv__(self, other: Any) -> Any: ...
+        def __pow__(self, other: Any) -> Any: ...
+        def __rpow__(self, other: Any) -> Any: ...
+        def __matmul__(self, other: Any) -> Any: ...
+        def __rmatmul__(self, other: Any) -> Any: ...
+        def __lt__(self, other: Any) -> Any: ...
+        def __le__(self, other: Any) -> Any: ...
+        def __gt__(self, other: Any) -> Any: ...
+        def __ge__(self, other: Any) -> Any: ...
+
+    def __eq__(self, other: Any) -> Any:
+        return array_ops["equal"](self, other)
+
+    def __ne__(self, other: Any) -> Any:
+        return array_ops["not_equal"](self, other)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if self._trace.dead:  # NumPy would index it as an object, never reaching a check
+            raise escaped_tracer_error(self)
+        return array_ops["getitem"](self, idx)
+
+    @property
+    def T(self) -> Any:
+        return array_ops["transpose"](self)
+
+    def __getattr__(self, name: str) -> Any:
+        # Array methods (x.sum(), x.reshape(...), ...) are the NumPy layer's functions.
+        method = array_ops.get("method:" + name)
+        if method is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return lambda *args, **kwargs: method(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        state = ", dead" if self._trace.dead else ""
+        return f"{type(self).__name__}<{self.aval.str_short()}>({self._trace.transform}{state})"

@@ -1,0 +1,159 @@
+"""The staging trace: records primitives into a jaxpr instead of running them.
+
+It has two uses, chosen by `stage_constants`:
+
+* `make_jaxpr` (stage_constants=True): every primitive is recorded, even one
+  whose inputs are all constants, as JAX does.
+* the tangent half of `linearize` (stage_constants=False): a primitive that
+  touches none of this trace's tracers is passed down to the parent trace and
+  computed now. That is partial evaluation: primal values (the residuals) are
+  computed eagerly and only the linear tangent equations are recorded.
+
+Values that are not this trace's tracers become constant variables of the
+jaxpr (arrays, tracers of enclosing transforms) or inline literals (scalars).
+This module knows no derivative rules and no pytrees.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.errors import ConcretizationTypeError
+from ..core.trace import Primitive, Trace, Tracer
+from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+
+__all__ = ["StagingTrace", "StagingTracer"]
+
+_SCALAR_TYPES = (float, int, bool, complex, np.generic)
+_aval_of = operator.attrgetter("aval")
+
+
+class StagingTracer(Tracer):
+    """A value being staged: a variable of the jaxpr under construction."""
+
+    __slots__ = ("var", "aval")
+
+    def __init__(self, trace: StagingTrace, var: Var) -> None:
+        self._trace = trace
+        self.var = var
+        self.aval = var.aval  # type: ignore[misc]
+
+    def concrete_value(self, conversion: str) -> Any:
+        trace = self._trace
+        assert isinstance(trace, StagingTrace)
+        raise trace.concretization_error(self, conversion)
+
+
+class StagingTrace(Trace):
+    __slots__ = ("invars", "eqns", "constvars", "consts", "_const_ids", "stage_constants",
+                 "fun_name", "arg_names")
+
+    def __init__(
+        self,
+        parent: Trace,
+        transform: str,
+        stage_constants: bool = True,
+        fun_name: str = "the function",
+        arg_names: Sequence[str] = (),
+    ) -> None:
+        super().__init__(parent, transform)
+        self.invars: list[Var] = []
+        self.eqns: list[JaxprEqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.stage_constants = stage_constants
+        self.fun_name = fun_name
+        self.arg_names = list(arg_names)
+
+    def new_arg(self, aval: ShapedArray) -> StagingTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return StagingTracer(self, var)
+
+    def atom(self, x: Any) -> Atom:
+        """The jaxpr atom standing for `x` in this trace."""
+        if isinstance(x, _SCALAR_TYPES) or (type(x) is np.ndarray and x.ndim == 0):
+            return Literal(x, get_aval(x))
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x.var
+            self.check_foreign(x)
+        var = self._const_ids.get(id(x))
+        if var is None:
+            if not isinstance(x, (Tracer, np.ndarray)):
+                x = np.asarray(x)
+            var = self._const_ids[id(x)] = Var(get_aval(x))
+            self.constvars.append(var)
+            self.consts.append(x)  # also keeps id(x) from being reused
+        return var
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if not self.stage_constants:
+            for x in args:
+                if type(x) is StagingTracer and x._trace is self:
+                    break
+            else:
+                return self.parent.process_primitive(prim, args, params)  # type: ignore[union-attr]
+        invars = [x.var if type(x) is StagingTracer and x._trace is self else self.atom(x)
+                  for x in args]
+        out = self.add_eqn(prim, invars, params)
+        if prim.multiple_results:
+            return [StagingTracer(self, v) for v in out]
+        return StagingTracer(self, out)
+
+    def add_eqn(self, prim: Primitive, invars: list[Atom], params: dict[str, Any]) -> Any:
+        """Record `prim` applied to atoms of this jaxpr; returns its output
+        variable (a list of them if it has several results)."""
+        out_aval = prim.abstract_eval(*map(_aval_of, invars), **params)
+        if prim.multiple_results:
+            outvars = [Var(a) for a in out_aval]
+            self.eqns.append(JaxprEqn(prim, invars, outvars, params))
+            return outvars
+        outvar = Var(out_aval)
+        self.eqns.append(JaxprEqn(prim, invars, [outvar], params))
+        return outvar
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
+        outvars = [self.atom(x) for x in outs]
+        jaxpr = Jaxpr(list(self.constvars), list(self.invars), outvars, list(self.eqns))
+        return ClosedJaxpr(jaxpr, self.consts)
+
+    # --- messages ----------------------------------------------------------
+    def _arguments_behind(self, var: Var) -> list[str]:
+        deps: dict[Var, frozenset[int]] = {v: frozenset([i]) for i, v in enumerate(self.invars)}
+        for eqn in self.eqns:
+            d = frozenset().union(*(deps.get(a, frozenset()) for a in eqn.invars if isinstance(a, Var)))
+            for v in eqn.outvars:
+                deps[v] = d
+        names = self.arg_names
+        return [names[i] if i < len(names) else f"#{i}" for i in sorted(deps.get(var, ()))]
+
+    def concretization_error(self, tracer: StagingTracer, conversion: str) -> ConcretizationTypeError:
+        used = {
+            "bool": "Python needed its truth value (an `if`, `while`, `and`, `or`, `not` or bool())",
+            "index": "Python needed it as an integer index (int(), range(), list indexing)",
+        }.get(conversion, f"Python needed its concrete value ({conversion}())")
+        args = self._arguments_behind(tracer.var)
+        if args:
+            origin = (f"It depends on the argument{'s' if len(args) > 1 else ''} "
+                      f"{', '.join(f'`{a}`' for a in args)} of {self.fun_name}")
+        else:
+            origin = f"It was computed inside {self.fun_name}"
+        return ConcretizationTypeError(
+            f"Abstract value encountered where a concrete one is required: a traced "
+            f"{tracer.aval.str_short()} value while tracing {self.fun_name} for "
+            f"`{self.transform}`, and {used}. {origin}, and `{self.transform}` only knows "
+            "its shape and dtype, not its value.\n"
+            "To fix this, do one of:\n"
+            "  - select between values with fgrad.numpy.where(cond, x, y) instead of `if`;\n"
+            "  - compute the condition from values that are not traced (close over them, or "
+            "pass them through functools.partial);\n"
+            "  - differentiate with grad/jvp/vjp directly: they trace with concrete values, so "
+            "Python control flow runs as written there."
+        )

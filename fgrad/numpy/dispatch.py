@@ -1,0 +1,117 @@
+"""How traced values answer Python operators, array methods and plain NumPy
+calls: fills `core.trace.array_ops`, which `Tracer` consults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.trace import Tracer, array_ops
+from . import creation, indexing, linalg, products, reductions, shaping, ufuncs
+
+__all__ = ["FUNCTIONS"]
+
+
+def _method_reshape(x: Any, *shape: Any, order: str = "C") -> Any:
+    return shaping.reshape(x, shape[0] if len(shape) == 1 else shape, order=order)
+
+
+def _method_transpose(x: Any, *axes: Any) -> Any:
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        return shaping.transpose(x, axes[0])
+    return shaping.transpose(x, axes or None)
+
+
+def _item(x: Any) -> Any:
+    return x._concrete("item").item()
+
+
+_METHODS: dict[str, Callable[..., Any]] = {
+    "sum": reductions.sum, "mean": reductions.mean, "max": reductions.max,
+    "min": reductions.min, "reshape": _method_reshape, "transpose": _method_transpose,
+    "squeeze": shaping.squeeze, "ravel": shaping.ravel, "flatten": shaping.ravel,
+    "dot": products.dot, "astype": creation.astype, "item": _item,
+    "copy": lambda x: x, "__array_namespace__": lambda x: None,
+}
+
+def _reflected(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def method(self: Any, other: Any) -> Any:
+        return fn(other, self)
+
+    method.__name__ = f"r{fn.__name__}"
+    return method
+
+
+# Python operators on tracers are the fgrad.numpy functions themselves (a
+# function on a class is a method: `x * y` calls multiply(x, y) directly).
+_OPERATORS: dict[str, Callable[..., Any]] = {
+    "__neg__": ufuncs.negative, "__pos__": lambda x: x, "__abs__": ufuncs.absolute,
+    "__add__": ufuncs.add, "__radd__": _reflected(ufuncs.add),
+    "__sub__": ufuncs.subtract, "__rsub__": _reflected(ufuncs.subtract),
+    "__mul__": ufuncs.multiply, "__rmul__": _reflected(ufuncs.multiply),
+    "__truediv__": ufuncs.divide, "__rtruediv__": _reflected(ufuncs.divide),
+    "__pow__": ufuncs.power, "__rpow__": _reflected(ufuncs.power),
+    "__matmul__": products.matmul, "__rmatmul__": _reflected(products.matmul),
+    "__lt__": ufuncs.less, "__le__": ufuncs.less_equal,
+    "__gt__": ufuncs.greater, "__ge__": ufuncs.greater_equal,
+}
+for _name, _fn in _OPERATORS.items():
+    setattr(Tracer, _name, _fn)
+
+array_ops.update({
+    "equal": ufuncs.equal, "not_equal": ufuncs.not_equal, "getitem": indexing.getitem,
+    "transpose": shaping.transpose,
+})
+array_ops.update({"method:" + name: fn for name, fn in _METHODS.items()})
+
+_UFUNCS = {**ufuncs.UFUNCS, np.matmul: products.matmul}
+
+# NumPy functions that a traced value answers (through __array_function__).
+FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    np.sum: reductions.sum, np.mean: reductions.mean, np.max: reductions.max,
+    np.min: reductions.min, np.amax: reductions.max, np.amin: reductions.min,
+    np.dot: products.dot, np.transpose: shaping.transpose, np.reshape: shaping.reshape,
+    np.expand_dims: shaping.expand_dims, np.squeeze: shaping.squeeze, np.ravel: shaping.ravel,
+    np.where: ufuncs.where, np.linalg.norm: linalg.norm, np.zeros_like: creation.zeros_like,
+    np.ones_like: creation.ones_like, np.full_like: creation.full_like,
+    np.stack: creation.stack, np.concatenate: creation.concatenate,
+    np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
+    np.astype: creation.astype,
+}
+
+
+def _unsupported(kind: str, name: str) -> TypeError:
+    return TypeError(
+        f"{kind} numpy.{name} was called on a traced value, and fgrad does not support it yet. "
+        f"Use the function of the same name from fgrad.numpy if there is one (import "
+        "fgrad.numpy as fnp), or rewrite it with supported functions; see "
+        "docs/numpy-coverage.md for the list."
+    )
+
+
+def _array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    fn = _UFUNCS.get(ufunc)
+    if fn is None or method != "__call__":
+        name = ufunc.__name__ + ("" if method == "__call__" else f".{method}")
+        raise _unsupported("the ufunc", name)
+    if any(v is not None for k, v in kwargs.items() if k != "out") or kwargs.get("out"):
+        raise TypeError(
+            f"numpy.{ufunc.__name__} was called on a traced value with arguments "
+            f"{sorted(kwargs)}; fgrad supports the plain call only (no out=, where=, dtype=)"
+        )
+    return fn(*inputs)
+
+
+def _array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    fn = FUNCTIONS.get(func)
+    if fn is None:
+        module = (getattr(func, "__module__", None) or "numpy").removeprefix("numpy")
+        name = f"{module.lstrip('.')}.{func.__name__}" if module else func.__name__
+        raise _unsupported("the function", name)
+    return fn(*args, **kwargs)
+
+
+array_ops["__array_ufunc__"] = _array_ufunc
+array_ops["__array_function__"] = _array_function

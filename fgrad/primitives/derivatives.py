@@ -1,0 +1,98 @@
+"""Helpers that build derivative rules, shared by every primitive family.
+
+* `defjvp(prim, *partials)`: the jvp rule from one linear function per
+  argument, ``partial(g, ans, *primals, **params)``, giving that argument's
+  contribution to the output tangent. Contributions are summed, then broadcast
+  and cast to the output, so each partial is the calculus and nothing else.
+  (Elementwise primitives give plain derivative factors instead: `JVPFactors`.)
+* `deflinear(prim)`, `defbilinear(prim)`: the jvp follows from the structure
+  (`LINEAR`, `BILINEAR` in core.rules).
+* `unbroadcast(ct, aval)`: broadcasting handled once for every transpose rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.rules import BILINEAR, LINEAR, UndefinedPrimal, jvp_rules
+from ..core.trace import Primitive
+
+__all__ = [
+    "defjvp", "deflinear", "defbilinear", "zeros_like_value", "unbroadcast", "fit_to", "zeros", "is_linear",
+]
+
+
+def defjvp(prim: Primitive, *partials: Callable[..., Any] | None) -> None:
+    """Register the jvp of `prim` from one partial per argument (None: that
+    argument is not differentiable, e.g. the condition of `where`)."""
+
+    def jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[Any, Any]:
+        ans = prim.bind(*primals, **params)
+        out = None
+        for partial, t in zip(partials, tangents):
+            if t is not None and partial is not None:
+                contribution = partial(t, ans, *primals, **params)
+                out = contribution if out is None else elementwise.add(out, contribution)
+        return ans, None if out is None else fit_to(out, ans)
+
+    jvp_rules[prim] = jvp
+
+
+def deflinear(prim: Primitive) -> None:
+    """`prim` is linear in all its arguments: its jvp is itself on the tangents."""
+    jvp_rules[prim] = LINEAR
+
+
+def defbilinear(prim: Primitive) -> None:
+    """`prim` is a product, linear in each argument separately (matmul)."""
+    jvp_rules[prim] = BILINEAR
+
+
+def is_linear(x: Any) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def fit_to(t: Any, like: Any) -> Any:
+    """`t` broadcast to the shape of `like` and cast to its dtype."""
+    shape, dtype = like.shape, like.dtype
+    if t.shape != shape:
+        t = shapes.broadcast_to(t, shape)
+    if t.dtype is not dtype and t.dtype != dtype:
+        t = elementwise.convert_element_type(t, new_dtype=dtype)
+    return t
+
+
+def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
+    """Sum `ct` down to `aval.shape` (undoing NumPy broadcasting), cast to its dtype."""
+    shape = aval.shape
+    ct_shape = ct.shape
+    if ct_shape != shape:
+        lead = len(ct_shape) - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1
+        )
+        if axes:
+            ct = reductions.reduce_sum(ct, axes=axes)
+        if ct.shape != shape:
+            ct = shapes.reshape(ct, new_shape=shape)
+    if ct.dtype != aval.dtype:
+        ct = elementwise.convert_element_type(ct, new_dtype=aval.dtype)
+    return ct
+
+
+def zeros(aval: ShapedArray) -> Any:
+    """Zeros of `aval`, as a primitive so that it is staged under make_jaxpr."""
+    return shapes.broadcast_to(np.zeros((), aval.dtype), shape=aval.shape)
+
+
+def zeros_like_value(x: Any) -> Any:
+    return zeros(get_aval(x).strip_weak_type())
+
+
+# The primitive modules build their rules with the helpers above, and the helpers
+# bind their primitives: imported last, so that each side finds the other defined.
+from . import elementwise, reductions, shapes  # noqa: E402

@@ -1,0 +1,129 @@
+"""Primitives that move data without arithmetic: reshape, transpose,
+broadcast_to, concatenate.
+
+All are linear, so each jvp is the primitive itself on the tangent and
+each transpose is the inverse movement (for broadcast_to, a sum; for
+concatenate, slices).
+`squeeze`, `expand_dims`, `ravel` and `.T` are written on these in the NumPy layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.rules import transpose_rules
+from ..core.trace import Primitive
+from . import derivatives as d
+from . import indexing
+from .elementwise import broadcast_shapes
+from .indexing import StaticIndex
+
+__all__ = ["reshape", "transpose", "broadcast_to", "concatenate"]
+
+
+def _reshape_aval(x: ShapedArray, *, new_shape: tuple[int, ...]) -> ShapedArray:
+    if int(np.prod(new_shape, dtype=np.int64)) != x.size:
+        raise ValueError(f"cannot reshape array of size {x.size} into shape {new_shape}")
+    return ShapedArray(new_shape, x.dtype)
+
+
+def _reshape_impl(x: Any, *, new_shape: tuple[int, ...]) -> Any:
+    try:
+        return x.reshape(new_shape)  # the method: far cheaper than numpy.reshape's wrapper
+    except AttributeError:  # a Python scalar
+        return np.reshape(x, new_shape)
+
+
+reshape_p = Primitive("reshape", _reshape_impl, _reshape_aval)
+d.deflinear(reshape_p)
+transpose_rules[reshape_p] = lambda ct, x, *, new_shape: [reshape(ct, new_shape=x.aval.shape)]
+
+
+def _transpose_aval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"axes {axes} are not a permutation of the {x.ndim} axes of {x}")
+    return ShapedArray(tuple(x.shape[a] for a in axes), x.dtype)
+
+
+def _transpose_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
+    try:
+        return x.transpose(axes)  # the method: cheaper than numpy.transpose's wrapper
+    except AttributeError:  # a Python scalar
+        return np.transpose(x, axes)
+
+
+transpose_p = Primitive("transpose", _transpose_impl, _transpose_aval)
+d.deflinear(transpose_p)
+transpose_rules[transpose_p] = lambda ct, x, *, axes: [
+    transpose(ct, axes=tuple(int(i) for i in np.argsort(axes)))
+]
+
+
+def _broadcast_to_aval(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
+    if len(x.shape) > len(shape) or broadcast_shapes(x.shape, shape) != shape:
+        raise ValueError(f"cannot broadcast an array of shape {x.shape} to shape {shape}")
+    return ShapedArray(shape, x.dtype)
+
+
+def _broadcast_to_impl(x: Any, *, shape: tuple[int, ...]) -> Any:
+    # A broadcast view costs no memory but ~3 us to set up; below a few
+    # thousand elements filling a new array is cheaper.
+    if math.prod(shape) <= 4096:
+        out = np.empty(shape, x.dtype if hasattr(x, "dtype") else np.result_type(x))
+        out[...] = x
+        return out
+    return np.broadcast_to(x, shape)
+
+
+broadcast_to_p = Primitive("broadcast_to", _broadcast_to_impl, _broadcast_to_aval)
+d.deflinear(broadcast_to_p)
+transpose_rules[broadcast_to_p] = lambda ct, x, *, shape: [d.unbroadcast(ct, x.aval)]
+
+
+reshape: Callable[..., Any] = reshape_p.bind
+transpose: Callable[..., Any] = transpose_p.bind
+broadcast_to: Callable[..., Any] = broadcast_to_p.bind
+
+
+def _concatenate_aval(*xs: ShapedArray, axis: int) -> ShapedArray:
+    first = xs[0]
+    if any(x.ndim != first.ndim for x in xs) or first.ndim == 0:
+        raise ValueError("all the input arrays must have the same number of dimensions (at least 1)")
+    for x in xs:
+        if any(n != m for i, (n, m) in enumerate(zip(x.shape, first.shape)) if i != axis):
+            raise ValueError(
+                "all the input array dimensions except for the concatenation axis must match "
+                f"exactly, but got shapes {[x.shape for x in xs]}"
+            )
+    shape = list(first.shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    dtype = np.result_type(*(x.dtype for x in xs))
+    return ShapedArray(tuple(shape), dtype)
+
+
+def _concatenate_transpose(ct: Any, *xs: Any, axis: int) -> list[Any]:
+    cts: list[Any] = []
+    start = 0
+    for x in xs:
+        size = (x.aval if d.is_linear(x) else get_aval(x)).shape[axis]
+        if d.is_linear(x):
+            idx = StaticIndex((slice(None),) * axis + (slice(start, start + size),))
+            cts.append(d.unbroadcast(indexing.getitem(ct, idx=idx), x.aval))
+        else:
+            cts.append(None)
+        start += size
+    return cts
+
+
+concatenate_p = Primitive(
+    "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), _concatenate_aval
+)
+d.deflinear(concatenate_p)
+transpose_rules[concatenate_p] = _concatenate_transpose
+
+concatenate: Callable[..., Any] = concatenate_p.bind

@@ -1,0 +1,189 @@
+"""Forward mode: the JVP interpreter.
+
+A `JVPTracer` carries a primal and its tangent. For each primitive touching
+one, the trace calls the primitive's jvp rule with the *rule trace* current:
+the parent trace for plain `jvp`, or a tangent-staging trace for `linearize`
+(reverse.py), which then records the tangent equations into a linear jaxpr
+while the primal work still runs now. This is the only place jvp rules run.
+
+A tangent of None is a symbolic zero; a result whose tangent is zero leaves
+the trace as its bare primal, so constants never pay for differentiation.
+Works on flat lists of values: pytrees belong to the API layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.errors import missing_rule_error
+from ..core.rules import LINEAR, JVPFactors, JVPStructure, jvp_rules
+from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
+from ..primitives.derivatives import fit_to, zeros_like_value
+from ..primitives.elementwise import add, mul, neg
+
+__all__ = ["JVPTrace", "JVPTracer", "jvp_flat"]
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ShapedArray:
+        return get_aval(self.primal)
+
+    def concrete_value(self, conversion: str) -> Any:
+        # Tracers of differentiation carry concrete primals: Python control
+        # flow on them works (bool() recurses if the primal is itself traced).
+        return self.primal
+
+
+class JVPTrace(Trace):
+    __slots__ = ("rule_trace",)
+
+    def __init__(self, parent: Trace, transform: str, rule_trace: Trace | None = None) -> None:
+        super().__init__(parent, transform)
+        self.rule_trace = parent if rule_trace is None else rule_trace
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        primals = []
+        tangents = []
+        active = False
+        for x in args:
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                tangents.append(x.tangent)
+                active = True
+            else:
+                if isinstance(x, Tracer) and x._trace is not self:
+                    self.check_foreign(x)
+                primals.append(x)
+                tangents.append(None)
+        if not active:
+            return self.parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
+        rule = jvp_rules.get(prim)
+        if rule is None:
+            raise missing_rule_error(prim.name, f"jvp (needed by {self.transform})")
+        kind = type(rule)
+        if kind is JVPFactors or kind is JVPStructure:
+            # A rule given as data: the primal goes straight to the parent.
+            parent = self.parent
+            if parent is EVAL_TRACE:
+                primal_out = prim.impl(*primals, **params)
+            else:
+                primal_out = parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
+            if kind is JVPFactors:
+                tangent_out = self.apply_factors(rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
+            elif rule is LINEAR:
+                tangent_out = self.apply_linear(prim, primals, tangents, params)
+            else:
+                tangent_out = self.apply_bilinear(prim, primals, tangents, params)
+        else:
+            prev = ctx.trace
+            ctx.trace = self.rule_trace
+            try:
+                primal_out, tangent_out = rule(primals, tangents, **params)  # type: ignore[operator]
+            finally:
+                ctx.trace = prev
+        if prim.multiple_results:
+            if tangent_out is None:
+                return primal_out
+            return [p if t is None else JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        if tangent_out is None:
+            return primal_out
+        return JVPTracer(self, primal_out, tangent_out)
+
+    def apply_factors(
+        self, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        """The output tangent `sum_i tangent_i * factor_i`, fitted to `ans`. The
+        factors are computed on the parent trace (they are primal values); the
+        products and sums on the rule trace."""
+        prev = ctx.trace
+        out = None
+        try:
+            for factor, t in zip(rule.factors, tangents):
+                if t is None or factor is None:
+                    continue
+                if callable(factor):
+                    ctx.trace = self.parent  # type: ignore[assignment]
+                    factor = factor(ans, *primals, **params)
+                ctx.trace = self.rule_trace
+                if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
+                    c = t if factor == 1 else neg(t)
+                else:
+                    c = mul(t, factor)
+                out = c if out is None else add(out, c)
+            if out is not None:
+                ctx.trace = self.rule_trace
+                out = fit_to(out, ans)
+        finally:
+            ctx.trace = prev
+        return out
+
+    def apply_linear(
+        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        """The primitive on the tangents (zeros where a tangent is symbolic)."""
+        prev = ctx.trace
+        ctx.trace = self.rule_trace
+        try:
+            filled = [zeros_like_value(p) if t is None else t for p, t in zip(primals, tangents)]
+            return prim.bind(*filled, **params)
+        finally:
+            ctx.trace = prev
+
+    def apply_bilinear(
+        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        """Sum over differentiated arguments i of the primitive with argument i
+        replaced by its tangent (the product rule)."""
+        prev = ctx.trace
+        ctx.trace = self.rule_trace
+        out = None
+        try:
+            for i, t in enumerate(tangents):
+                if t is not None:
+                    args = list(primals)
+                    args[i] = t
+                    c = prim.bind(*args, **params)
+                    out = c if out is None else add(out, c)
+        finally:
+            ctx.trace = prev
+        return out
+
+    def split(self, x: Any) -> tuple[Any, Any]:
+        """(primal, tangent) of an output; tangent None if it does not depend on the inputs."""
+        if type(x) is JVPTracer and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer) and x._trace is not self:
+            self.check_foreign(x)
+        return x, None
+
+
+def jvp_flat(
+    fun: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    transform: str = "jvp",
+    has_aux: bool = False,
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Push `tangents` (None: zero) forward through `fun` at `primals`.
+
+    Returns the output primals, their tangents (None where exactly zero) and,
+    if `has_aux` (then `fun` returns `(outs, aux)`), the aux values without tangents.
+    """
+    trace = JVPTrace(ctx.trace, transform)
+    with tracing(trace):
+        ins = [p if t is None else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = fun(*ins)
+        outs, aux = outs if has_aux else (outs, [])
+    pairs = [trace.split(x) for x in outs]
+    aux = [trace.split(x)[0] for x in aux]
+    return [p for p, _ in pairs], [t for _, t in pairs], aux

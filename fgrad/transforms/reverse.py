@@ -1,0 +1,240 @@
+"""Reverse mode, JAX's way: linearize, then transpose.
+
+`linearize_flat` runs the JVP interpreter with a tangent-staging trace as its
+rule trace: primal values (and everything the rules compute from them, the
+residuals) are computed now, while the tangent equations are recorded into a
+linear jaxpr whose constants are those residuals. `backward_pass` runs that
+jaxpr backwards with each linear primitive's transpose rule, binding on the
+current trace, so reverse mode is itself traceable: under make_jaxpr it
+stages the backward equations, under another grad it is differentiated.
+
+Works on flat lists of values: pytrees belong to the API layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
+from ..core.errors import missing_rule_error
+from ..core.rules import JVPFactors, UndefinedPrimal, transpose_rules
+from ..core.trace import Primitive, ctx, tracing
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from ..ir.passes import dce_jaxpr
+from ..ir.staging import StagingTrace, StagingTracer
+from ..primitives import elementwise, shapes
+from .forward import JVPTrace, JVPTracer
+
+__all__ = ["LinearFunction", "linearize_flat", "backward_pass"]
+
+
+class LinearFunction:
+    """The linear map from input tangents to output tangents at a point, as a
+    jaxpr over tangents whose constants are the residuals. `nonzero_outputs`
+    says which outputs depend on the inputs at all; the jaxpr has one output
+    for each of those."""
+
+    __slots__ = ("jaxpr", "in_avals", "out_avals", "nonzero_outputs")
+
+    def __init__(
+        self,
+        jaxpr: ClosedJaxpr,
+        in_avals: list[ShapedArray],
+        out_avals: list[ShapedArray],
+        nonzero_outputs: list[bool],
+    ) -> None:
+        self.jaxpr = jaxpr
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+        self.nonzero_outputs = nonzero_outputs
+
+    def transpose(self, cts_out: Sequence[Any]) -> list[Any]:
+        """Cotangents of the inputs (None where zero) from those of the outputs."""
+        cts = [ct for ct, nz in zip(cts_out, self.nonzero_outputs) if nz]
+        return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, cts)
+
+
+class LinearizeTrace(JVPTrace):
+    """The JVP interpreter with its tangents staged into a linear jaxpr (its
+    rule trace is a non-constant-staging `StagingTrace`). Elementwise factors
+    are recorded straight into that jaxpr as `mul` equations, skipping the
+    dispatch a bound `mul` would go through: the hot path of reverse mode."""
+
+    __slots__ = ()
+
+    def apply_factors(
+        self, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        builder = self.rule_trace
+        assert isinstance(builder, StagingTrace)
+        out = None
+        only = None  # the tangent itself, when it is the whole result (a factor of 1)
+        for factor, t in zip(rule.factors, tangents):
+            if t is None or factor is None:
+                continue
+            if type(t) is not StagingTracer or t._trace is not builder:
+                return super().apply_factors(rule, ans, primals, tangents, params)
+            if callable(factor):
+                prev = ctx.trace
+                ctx.trace = self.parent  # type: ignore[assignment]
+                try:
+                    factor = factor(ans, *primals, **params)
+                finally:
+                    ctx.trace = prev
+            if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
+                c = t.var if factor == 1 else builder.add_eqn(elementwise.neg_p, [t.var], {})
+            else:
+                c = builder.add_eqn(elementwise.mul_p, [t.var, builder.atom(factor)], {})
+            only = t if out is None and c is t.var else None
+            out = c if out is None else builder.add_eqn(elementwise.add_p, [out, c], {})
+        if out is None:
+            return None
+        aval = get_aval(ans)
+        if out.aval is aval:
+            return StagingTracer(builder, out) if only is None else only
+        if out.aval.shape != aval.shape:
+            out = builder.add_eqn(shapes.broadcast_to_p, [out], {"shape": aval.shape})
+        if out.aval.dtype != aval.dtype:
+            out = builder.add_eqn(elementwise.convert_element_type_p, [out], {"new_dtype": aval.dtype})
+        return StagingTracer(builder, out)
+
+    def apply_linear(
+        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        builder = self.rule_trace
+        if any(type(t) is not StagingTracer or t._trace is not builder for t in tangents):
+            return super().apply_linear(prim, primals, tangents, params)  # zeros to fill in
+        out = builder.add_eqn(prim, [t.var for t in tangents], params)  # type: ignore[attr-defined]
+        if prim.multiple_results:
+            return [StagingTracer(builder, v) for v in out]  # type: ignore[arg-type]
+        return StagingTracer(builder, out)  # type: ignore[arg-type]
+
+    def apply_bilinear(
+        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+    ) -> Any:
+        builder = self.rule_trace
+        assert isinstance(builder, StagingTrace)
+        out = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            if type(t) is not StagingTracer or t._trace is not builder:
+                return super().apply_bilinear(prim, primals, tangents, params)
+            atoms = [t.var if j == i else builder.atom(p) for j, p in enumerate(primals)]
+            c = builder.add_eqn(prim, atoms, params)
+            out = c if out is None else builder.add_eqn(elementwise.add_p, [out, c], {})
+        return None if out is None else StagingTracer(builder, out)
+
+
+def _read_only(x: Any) -> Any:
+    # Residuals are shared by every call of a vjp function: hand rules
+    # read-only views, so that no rule can change what a later call sees.
+    if type(x) is np.ndarray and x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
+def linearize_flat(
+    fun: Callable[..., Any],
+    primals: Sequence[Any],
+    transform: str,
+    has_aux: bool = False,
+    keep: bool = True,
+) -> tuple[list[Any], LinearFunction, list[Any]]:
+    """Evaluate `fun` at `primals` and record its linear (tangent) part.
+
+    Returns the outputs, the linear function and, if `has_aux` (then `fun`
+    returns `(outs, aux)`), the aux values without tangents. With `keep`, the
+    linear function is pruned of dead equations (and the residuals only they
+    used), as befits one that is kept and called later; `keep=False` skips
+    that for one that is transposed once, right away (grad).
+    """
+    parent = ctx.trace
+    tangent_trace = StagingTrace(parent, transform, stage_constants=False)
+    trace = LinearizeTrace(parent, transform, rule_trace=tangent_trace)
+    in_avals = [get_aval(p).strip_weak_type() for p in primals]
+    ins = []
+    for p, aval in zip(primals, in_avals):
+        tangent = tangent_trace.new_arg(aval)
+        # An integer input has no tangent; its jaxpr input is simply unused.
+        ins.append(JVPTracer(trace, p, tangent) if is_inexact_dtype(aval.dtype) else p)
+    with tracing(trace):
+        outs = fun(*ins)
+        outs, aux = outs if has_aux else (outs, [])
+    tangent_trace.dead = True
+    primals_out, tangents_out, nonzero, out_avals = [], [], [], []
+    for x in outs:
+        p, t = trace.split(x)
+        primals_out.append(p)
+        nonzero.append(t is not None)
+        if t is not None:
+            tangents_out.append(t)
+        out_avals.append(get_aval(p).strip_weak_type())
+    aux = [trace.split(x)[0] for x in aux] if aux else aux
+    closed = tangent_trace.to_jaxpr(tangents_out)
+    if keep:
+        jaxpr = dce_jaxpr(closed.jaxpr)
+        const_of = dict(zip(closed.jaxpr.constvars, closed.consts))
+        closed = ClosedJaxpr(jaxpr, [_read_only(const_of[v]) for v in jaxpr.constvars])
+    return primals_out, LinearFunction(closed, in_avals, out_avals, nonzero), aux
+
+
+_undefined: dict[ShapedArray, UndefinedPrimal] = {}
+
+
+def _undefined_primal(aval: ShapedArray) -> UndefinedPrimal:
+    u = _undefined.get(aval)
+    if u is None:
+        u = _undefined[aval] = UndefinedPrimal(aval)
+    return u
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -> list[Any]:
+    """Transpose a linear jaxpr: cotangents of its inputs from those of its
+    outputs. Constants are the non-linear operands; every other variable is
+    linear. A cotangent of None is zero, and equations whose outputs have only
+    zero cotangents are skipped."""
+    known: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    cts: dict[Any, Any] = {}
+    add = elementwise.add
+    missing = object()
+    undefined = _undefined
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        if ct is not None and type(v) is Var and v not in known:
+            prev = cts.get(v)
+            cts[v] = ct if prev is None else add(prev, ct)
+
+    for eqn in reversed(jaxpr.eqns):
+        prim = eqn.primitive
+        if prim.multiple_results:
+            ct = [cts.pop(v, None) for v in eqn.outvars]
+            if all(c is None for c in ct):
+                continue
+        else:
+            ct = cts.pop(eqn.outvars[0], None)
+            if ct is None:
+                continue
+        args = []
+        for a in eqn.invars:
+            if type(a) is Literal:
+                args.append(a.val)
+            else:
+                value = known.get(a, missing)  # type: ignore[arg-type]
+                if value is missing:
+                    value = undefined.get(a.aval) or _undefined_primal(a.aval)
+                args.append(value)
+        rule = transpose_rules.get(prim)
+        if rule is None:
+            raise missing_rule_error(prim.name, "transpose (reverse-mode)")
+        # A rule returns None for the non-linear operands, so any cotangent
+        # it returns belongs to a linear variable.
+        for a, c in zip(eqn.invars, rule(ct, *args, **eqn.params)):
+            if c is not None:
+                prev = cts.get(a)
+                cts[a] = c if prev is None else add(prev, c)
+    return [cts.pop(v, None) for v in jaxpr.invars]
