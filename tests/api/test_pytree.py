@@ -1,0 +1,90 @@
+"""fgrad.tree_util: flattening, rebuilding, mapping, registering, key paths."""
+
+from collections import OrderedDict, defaultdict, namedtuple
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fgrad.tree_util import (
+    keystr,
+    register_pytree_node,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
+
+Point = namedtuple("Point", ["x", "y"])
+
+leaves = st.one_of(st.floats(allow_nan=False), st.integers(), st.just(np.float64(1.5)))
+trees = st.recursive(
+    leaves | st.none(),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=3), children, max_size=3),
+        st.tuples(children, children).map(lambda t: Point(*t)),
+    ),
+    max_leaves=10,
+)
+
+
+@given(trees)
+def test_flatten_then_unflatten_is_the_identity(tree):
+    flat, treedef = tree_flatten(tree)
+    assert tree_unflatten(treedef, flat) == tree
+    assert treedef.num_leaves == len(flat) == len(tree_leaves(tree))
+    assert tree_structure(tree) == treedef
+
+
+def test_order_and_structure_text():
+    tree = (1.0, {"b": None, "a": [2.0, 3.0]}, Point(4.0, 5.0))
+    flat, treedef = tree_flatten(tree)
+    assert flat == [1.0, 2.0, 3.0, 4.0, 5.0]  # dicts in sorted-key order, None has no leaves
+    assert repr(treedef) == "PyTreeDef((*, {'a': [*, *], 'b': None}, Point(*, *)))"
+
+
+def test_tree_map_with_several_trees_and_is_leaf():
+    assert tree_map(lambda x, y: x + y, [1, (2, 3)], [10, (20, 30)]) == [11, (22, 33)]
+    assert tree_map(lambda t: len(t), [(1, 2), (3,)], is_leaf=lambda t: isinstance(t, tuple)) == [2, 1]
+    # the other trees may hold subtrees where the first has leaves (a prefix)...
+    assert tree_map(lambda x, y: (x, y), [1, 2], [1, {"a": 3}]) == [(1, 1), (2, {"a": 3})]
+    # ...but not a different structure
+    with pytest.raises(ValueError, match="structure mismatch"):
+        tree_map(lambda x, y: x, [1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="expected a tuple, got list"):
+        tree_map(lambda x, y: x, (1, 2), [1, 2])
+
+
+def test_ordered_and_default_dicts():
+    od = OrderedDict([("z", 1), ("a", 2)])
+    assert tree_leaves(od) == [1, 2]  # insertion order kept
+    dd = defaultdict(list, {"b": 1, "a": 2})
+    rebuilt = tree_unflatten(tree_structure(dd), [20, 10])
+    assert isinstance(rebuilt, defaultdict) and rebuilt == {"a": 20, "b": 10}
+
+
+def test_register_pytree_node():
+    class Box:
+        def __init__(self, value, label):
+            self.value, self.label = value, label
+
+    register_pytree_node(Box, lambda b: ((b.value,), b.label), lambda label, ch: Box(ch[0], label))
+    doubled = tree_map(lambda v: 2 * v, [Box(1.0, "a"), Box(np.ones(2), "b")])
+    assert doubled[0].value == 2.0 and doubled[1].label == "b"
+    with pytest.raises(ValueError, match="already registered"):
+        register_pytree_node(Box, lambda b: ((), None), lambda a, c: Box(0, ""))
+
+
+def test_unflatten_checks_the_number_of_leaves():
+    with pytest.raises(ValueError, match="has 2 leaves, but 3 values were given"):
+        tree_unflatten(tree_structure((1, 2)), [1, 2, 3])
+
+
+def test_key_paths():
+    paths, _ = tree_flatten_with_path({"w": [1.0, 2.0], "p": Point(3.0, 4.0)})
+    assert [keystr(p) for p, _ in paths] == ["['p'].x", "['p'].y", "['w'][0]", "['w'][1]"]

@@ -1,0 +1,62 @@
+"""Errors are part of the API: Python control flow on abstract values, and
+the messages that say what was given, what was expected and what to do."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import ConcretizationTypeError
+
+
+def branchy(x, y):
+    z = x * 2.0 + 1.0
+    if z > y:
+        return z
+    return y
+
+
+def test_if_on_an_abstract_value_names_the_function_the_argument_and_the_fixes():
+    with pytest.raises(ConcretizationTypeError) as e:
+        fgrad.make_jaxpr(branchy)(1.0, 2.0)
+    message = str(e.value)
+    assert "while tracing branchy for `make_jaxpr of branchy`" in message
+    assert "an `if`, `while`, `and`, `or`, `not` or bool()" in message
+    assert "depends on the arguments `x`, `y` of branchy" in message
+    assert "fgrad.numpy.where(cond, x, y)" in message and "grad/jvp/vjp directly" in message
+    assert isinstance(e.value, TypeError)
+
+
+def test_the_argument_is_named_by_its_pytree_path():
+    def f(params):
+        return params["w"][1] if params["w"][1] > 0 else -params["w"][1]
+
+    with pytest.raises(ConcretizationTypeError, match=r"depends on the argument `params\['w'\]\[1\]` of f"):
+        fgrad.make_jaxpr(f)({"w": [1.0, 2.0]})
+
+
+@pytest.mark.parametrize("conversion", [int, float, bool, lambda x: range(x)])
+def test_conversions_on_abstract_values(conversion):
+    with pytest.raises(ConcretizationTypeError, match="concrete"):
+        fgrad.make_jaxpr(lambda x: conversion(x))(np.int64(3))
+
+
+def test_the_same_code_runs_under_grad_where_values_are_concrete():
+    assert fgrad.grad(branchy)(1.0, 2.0) == 2.0
+    assert fgrad.grad(branchy, argnums=1)(1.0, 5.0) == 1.0
+
+
+def test_grad_inside_make_jaxpr_still_has_abstract_values():
+    with pytest.raises(ConcretizationTypeError, match="while tracing branchy"):
+        fgrad.make_jaxpr(fgrad.grad(branchy))(1.0, 2.0)
+
+
+def test_python_control_flow_with_a_static_argument():
+    def f(x, n):
+        for _ in range(n):
+            x = fnp.sin(x)
+        return x
+
+    assert len(fgrad.make_jaxpr(f, static_argnums=1)(1.0, 3).eqns) == 3
+    with pytest.raises(ValueError, match="static_argnums=5 is out of range"):
+        fgrad.make_jaxpr(f, static_argnums=5)(1.0, 3)
