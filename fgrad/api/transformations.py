@@ -127,6 +127,22 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 # --- grad -----------------------------------------------------------------------
 
 
+def _with_args(
+    fun: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], kwargs: dict[str, Any]
+) -> Callable[..., Any]:
+    """`fun` as a function of the arguments at `nums`, the others fixed to `args`."""
+    if not kwargs and nums == tuple(range(len(args))):
+        return fun
+
+    def partial_fun(*dyn: Any) -> Any:
+        full = list(args)
+        for i, x in zip(nums, dyn):
+            full[i] = x
+        return fun(*full, **kwargs)
+
+    return partial_fun
+
+
 def _check_grad_inputs(fun: Callable[..., Any], args: Sequence[Any], nums: tuple[int, ...],
                        leaves: list[Any]) -> None:
     for i, leaf in enumerate(leaves):
@@ -185,14 +201,8 @@ def value_and_grad(
     @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         nums = normalize_argnums(argnums, len(args), fun)
-
-        def partial_fun(*dyn: Any) -> Any:
-            full = list(args)
-            for i, x in zip(nums, dyn):
-                full[i] = x
-            return fun(*full, **kwargs)
-
-        leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))
+        partial_fun = _with_args(fun, args, nums, kwargs)
+        leaves, in_tree = tree_flatten(args if len(nums) == len(args) else tuple(args[i] for i in nums))
         leaves = [to_input(x) for x in leaves]
         _check_grad_inputs(fun, args, nums, leaves)
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)

@@ -52,19 +52,16 @@ class JVPTrace(Trace):
         self.rule_trace = parent if rule_trace is None else rule_trace
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        primals = []
-        tangents = []
+        primals = list(args)
+        tangents = [None] * len(args)
         active = False
-        for x in args:
+        for i, x in enumerate(args):
             if type(x) is JVPTracer and x._trace is self:
-                primals.append(x.primal)
-                tangents.append(x.tangent)
+                primals[i] = x.primal
+                tangents[i] = x.tangent
                 active = True
-            else:
-                if isinstance(x, Tracer) and x._trace is not self:
-                    self.check_foreign(x)
-                primals.append(x)
-                tangents.append(None)
+            elif isinstance(x, Tracer):
+                self.check_foreign(x)
         if not active:
             return self.parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
         rule = jvp_rules.get(prim)
