@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShapedArray", "get_aval", "dtype_name", "is_float_dtype", "is_inexact_dtype"]
+__all__ = [
+    "ShapedArray", "get_aval", "dtype_name", "is_float_dtype", "is_inexact_dtype", "broadcast_shapes",
+]
 
 _SHORT_NAMES = {
     "float64": "f64", "float32": "f32", "float16": "f16",
@@ -130,3 +132,22 @@ def get_aval(x: Any) -> ShapedArray:
             "Pass NumPy arrays, Python scalars, or (nested) lists of numbers."
         )
     return ShapedArray(arr.shape, arr.dtype)
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast of shapes; ValueError like NumPy's when they do not fit."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        sizes = {n for n in dims if n != 1}
+        if len(sizes) > 1:
+            raise ValueError(
+                "operands could not be broadcast together with shapes "
+                + " ".join(str(s) for s in shapes)
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)

@@ -6,7 +6,8 @@ derivative of its output with respect to each argument, as a function of the
 primal output and inputs (`JVPFactors`: HIPS autograd's table style, read
 next to the calculus). Linear members carry their transpose on the next
 line. Shapes and dtypes are worked out once per combination of input avals
-and cached.
+and cached. All share one batch rule: NumPy broadcasting with the batch axis
+in front.
 """
 
 from __future__ import annotations
@@ -18,33 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, broadcast_shapes
 from ..core.rules import JVPFactors, UndefinedPrimal, jvp_rules, transpose_rules
 from ..core.trace import Primitive
+from . import batching
 from . import derivatives as d
 
-__all__ = ["elementwise", "broadcast_shapes"]
+__all__ = ["elementwise"]
 
 Factor = Callable[..., Any] | int | float | None
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy's broadcast of shapes; ValueError like NumPy's when they do not fit."""
-    first = shapes[0]
-    if all(s == first for s in shapes):
-        return first
-    ndim = max(len(s) for s in shapes)
-    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
-    out = []
-    for dims in zip(*padded):
-        sizes = {n for n in dims if n != 1}
-        if len(sizes) > 1:
-            raise ValueError(
-                "operands could not be broadcast together with shapes "
-                + " ".join(str(s) for s in shapes)
-            )
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
 
 
 def _dtype_sample(aval: ShapedArray) -> Any:
@@ -102,6 +85,7 @@ def elementwise(
     `np_fn` for evaluation when it computes the same thing faster."""
     prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn))
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
+    batching.defbatch_elementwise(prim)
     return prim
 
 
@@ -211,6 +195,7 @@ ge_p = elementwise("ge", np.greater_equal, impl=_operator_impl(operator.ge, np.g
 # --- where(condition, x, y) ----------------------------------------------------
 
 where_p = Primitive("where", np.where, _elementwise_aval(np.where))
+batching.defbatch_elementwise(where_p)
 # A select rather than a factor: an inf or nan tangent in the unselected
 # branch must not leak into the result (0 * inf is nan).
 d.defjvp(where_p, None, lambda g, ans, c, x, y: where(c, g, 0), lambda g, ans, c, x, y: where(c, 0, g))
@@ -247,6 +232,7 @@ def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
 
 integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
 jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
+batching.defbatch_unary(integer_pow_p)
 
 
 def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:
@@ -266,6 +252,7 @@ def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype
 
 
 convert_element_type_p = Primitive("convert_element_type", _convert_impl, _convert_aval)
+batching.defbatch_unary(convert_element_type_p)
 jvp_rules[convert_element_type_p] = _convert_jvp
 transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
     convert_element_type(ct, new_dtype=x.aval.dtype)

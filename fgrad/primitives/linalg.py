@@ -8,17 +8,17 @@ forms, so the 1-d cases need no rules of their own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray, get_aval
-from ..core.rules import UndefinedPrimal, transpose_rules
+from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.rules import UndefinedPrimal, batch_rules, transpose_rules
 from ..core.trace import Primitive
+from . import batching, elementwise, shapes
 from . import derivatives as d
-from . import shapes
-from .elementwise import broadcast_shapes, mul
 
 __all__ = ["matmul"]
 
@@ -80,7 +80,7 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
         if b_aval.ndim == 2:
             return [matmul(ct, shapes.transpose(b, axes=(1, 0))), None]
         # matrix @ vector: the cotangent of the matrix is the outer product
-        return [mul(shapes.reshape(ct, new_shape=(ct.shape[0], 1)), b), None]
+        return [elementwise.mul(shapes.reshape(ct, new_shape=(ct.shape[0], 1)), b), None]
     a2, b2 = _matrix_aval(a_aval, left=True), _matrix_aval(b_aval, left=False)
     # Work on the 2-d forms: put back the axes that 1-d operands took out of ct.
     ct_shape = (*broadcast_shapes(a2.shape[:-2], b2.shape[:-2]), a2.shape[-2], b2.shape[-1])
@@ -94,5 +94,64 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
 
 
 transpose_rules[matmul_p] = _matmul_transpose
+
+
+def _matmul_batch_folded(a: Any, b: Any, da: Any, db: Any) -> tuple[Any, int] | None:
+    """One operand batched, the other a single matrix or vector: fold the
+    batch into a matrix axis and do one matrix product (a stack of small
+    products is one call per example in NumPy)."""
+    if da is not None and db is None and get_aval(b).ndim <= 2:
+        a = batching.move_axis(a, da, 0)
+        shape = get_aval(a).shape  # (B, ..., k)
+        rows = shapes.reshape(a, new_shape=(math.prod(shape[:-1]), shape[-1]))
+        out = matmul(rows, b)
+        tail = get_aval(b).shape[1:]  # (m,) for a matrix, () for a vector
+        return shapes.reshape(out, new_shape=shape[:-1] + tail), 0
+    if da is None and db is not None and get_aval(a).ndim <= 2 and get_aval(b).ndim <= 3:
+        b = batching.move_axis(b, db, 0)
+        size, *example = get_aval(b).shape
+        if len(example) == 1:  # a @ vector, per example: (B, k) @ a.T
+            return matmul(b, shapes.transpose(a, axes=tuple(reversed(range(get_aval(a).ndim))))), 0
+        k, m = example  # a @ matrix, per example: a @ (k, B*m), batch ends up at axis -2
+        cols = shapes.reshape(shapes.transpose(b, axes=(1, 0, 2)), new_shape=(k, size * m))
+        out = matmul(a, cols)
+        lead = get_aval(out).shape[:-1]
+        return shapes.reshape(out, new_shape=(*lead, size, m)), len(lead)
+    return None
+
+
+def _matmul_batch(args: list[Any], dims: list[Any]) -> tuple[Any, int]:
+    folded = _matmul_batch_folded(*args, *dims)
+    if folded is not None:
+        return folded
+    size = batching.batch_size(args, dims)
+    ranks = [get_aval(x).ndim - (dim is not None) for x, dim in zip(args, dims)]
+    # One example's 1-d operands become matrices, so that the batch axis is
+    # never taken for a matrix axis; then the batch axes go in front, with
+    # room to broadcast against the other operand's stack of matrices.
+    ops = []
+    for i, (x, dim, r) in enumerate(zip(args, dims, ranks)):
+        lead: tuple[int, ...] = () if dim is None else (size,)
+        if dim is not None:
+            x = batching.move_axis(x, dim, 0)
+        if r == 1:
+            k = get_aval(x).shape[-1]
+            x = shapes.reshape(x, new_shape=lead + ((1, k) if i == 0 else (k, 1)))
+        ops.append(x)
+    stack = max(max(r, 2) for r in ranks)
+    for i, (x, dim, r) in enumerate(zip(ops, dims, ranks)):
+        if dim is not None and max(r, 2) < stack:
+            shape = get_aval(x).shape
+            ops[i] = shapes.reshape(x, new_shape=(size,) + (1,) * (stack - max(r, 2)) + shape[1:])
+    out = matmul(*ops)
+    shape = get_aval(out).shape
+    drop = {len(shape) - 2} if ranks[0] == 1 else set()
+    drop |= {len(shape) - 1} if ranks[1] == 1 else set()
+    if drop:
+        out = shapes.reshape(out, new_shape=tuple(n for i, n in enumerate(shape) if i not in drop))
+    return out, 0
+
+
+batch_rules[matmul_p] = _matmul_batch
 
 matmul: Callable[..., Any] = matmul_p.bind

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.rules import jvp_rules, transpose_rules
+from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import derivatives as d
 from . import elementwise as ew
@@ -94,6 +94,19 @@ def _chooser_jvp(prim: Primitive) -> Callable[..., Any]:
 
 jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
+
+
+def _reduction_batch(prim: Primitive) -> Callable[..., Any]:
+    def rule(args: list[Any], dims: list[Any], *, axes: tuple[int, ...]) -> tuple[Any, int]:
+        (x,), (dim,) = args, dims
+        actual = tuple(a if a < dim else a + 1 for a in axes)  # the example's axes, skipping the batch
+        return prim.bind(x, axes=actual), dim - sum(a < dim for a in actual)
+
+    return rule
+
+
+for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
+    batch_rules[_p] = _reduction_batch(_p)
 
 reduce_sum: Callable[..., Any] = reduce_sum_p.bind
 reduce_max: Callable[..., Any] = reduce_max_p.bind

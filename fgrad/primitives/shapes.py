@@ -15,13 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray, get_aval
-from ..core.rules import transpose_rules
+from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.rules import batch_rules, transpose_rules
 from ..core.trace import Primitive
+from . import batching, indexing
 from . import derivatives as d
-from . import indexing
-from .elementwise import broadcast_shapes
-from .indexing import StaticIndex
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concatenate"]
 
@@ -44,6 +42,14 @@ d.deflinear(reshape_p)
 transpose_rules[reshape_p] = lambda ct, x, *, new_shape: [reshape(ct, new_shape=x.aval.shape)]
 
 
+def _reshape_batch(args: list[Any], dims: list[Any], *, new_shape: tuple[int, ...]) -> tuple[Any, int]:
+    x = batching.move_axis(args[0], dims[0], 0)
+    return reshape(x, new_shape=(get_aval(x).shape[0], *new_shape)), 0
+
+
+batch_rules[reshape_p] = _reshape_batch
+
+
 def _transpose_aval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"axes {axes} are not a permutation of the {x.ndim} axes of {x}")
@@ -62,6 +68,9 @@ d.deflinear(transpose_p)
 transpose_rules[transpose_p] = lambda ct, x, *, axes: [
     transpose(ct, axes=tuple(int(i) for i in np.argsort(axes)))
 ]
+batch_rules[transpose_p] = lambda args, dims, *, axes: (
+    transpose(batching.move_axis(args[0], dims[0], 0), axes=(0, *(a + 1 for a in axes))), 0
+)
 
 
 def _broadcast_to_aval(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
@@ -83,6 +92,16 @@ def _broadcast_to_impl(x: Any, *, shape: tuple[int, ...]) -> Any:
 broadcast_to_p = Primitive("broadcast_to", _broadcast_to_impl, _broadcast_to_aval)
 d.deflinear(broadcast_to_p)
 transpose_rules[broadcast_to_p] = lambda ct, x, *, shape: [d.unbroadcast(ct, x.aval)]
+
+
+def _broadcast_to_batch(args: list[Any], dims: list[Any], *, shape: tuple[int, ...]) -> tuple[Any, int]:
+    x = batching.move_axis(args[0], dims[0], 0)
+    size, *example = get_aval(x).shape
+    x = reshape(x, new_shape=(size,) + (1,) * (len(shape) - len(example)) + tuple(example))
+    return broadcast_to(x, shape=(size, *shape)), 0
+
+
+batch_rules[broadcast_to_p] = _broadcast_to_batch
 
 
 reshape: Callable[..., Any] = reshape_p.bind
@@ -112,7 +131,7 @@ def _concatenate_transpose(ct: Any, *xs: Any, axis: int) -> list[Any]:
     for x in xs:
         size = (x.aval if d.is_linear(x) else get_aval(x)).shape[axis]
         if d.is_linear(x):
-            idx = StaticIndex((slice(None),) * axis + (slice(start, start + size),))
+            idx = indexing.StaticIndex((slice(None),) * axis + (slice(start, start + size),))
             cts.append(d.unbroadcast(indexing.getitem(ct, idx=idx), x.aval))
         else:
             cts.append(None)
@@ -125,5 +144,14 @@ concatenate_p = Primitive(
 )
 d.deflinear(concatenate_p)
 transpose_rules[concatenate_p] = _concatenate_transpose
+
+
+def _concatenate_batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[Any, int]:
+    size = batching.batch_size(args, dims)
+    moved = [batching.with_batch_axis(x, dim, size) for x, dim in zip(args, dims)]
+    return concatenate(*moved, axis=axis + 1), 0
+
+
+batch_rules[concatenate_p] = _concatenate_batch
 
 concatenate: Callable[..., Any] = concatenate_p.bind

@@ -1,0 +1,127 @@
+"""Batching (vmap): the interpreter that runs a function on a batch of examples.
+
+A `BatchTracer` carries a value holding every example along one axis, its
+batch dimension. For each primitive touching one, the trace calls the
+primitive's batch rule with the parent trace current: the rule applies the
+primitive to whole batches at once, moving batch dimensions only when it
+must. A value without a batch dimension is the same for every example and
+leaves the trace as a plain value, so Python control flow on it works.
+
+Works on flat lists of values: pytrees and in_axes/out_axes belong to the API layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.errors import ConcretizationTypeError, missing_rule_error
+from ..core.rules import batch_rules
+from ..core.trace import Primitive, Trace, Tracer, ctx, tracing
+from ..primitives.batching import move_axis, with_batch_axis
+
+__all__ = ["BatchTrace", "BatchTracer", "batch_flat"]
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: BatchTrace, val: Any, batch_dim: int) -> None:
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self) -> ShapedArray:
+        """The aval of one example: the value's, without the batch dimension."""
+        aval = get_aval(self.val)
+        shape = aval.shape[: self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        return ShapedArray(shape, aval.dtype)
+
+    def concrete_value(self, conversion: str) -> Any:
+        use = "an `if`, `while`, `and`, `or`, `not` or bool()" if conversion == "bool" else f"{conversion}()"
+        raise ConcretizationTypeError(
+            f"A batched value ({self.aval.str_short()} per example, traced by "
+            f"`{self._trace.transform}`) was used where Python needs one concrete value "
+            f"({use}). "
+            "Under vmap it holds one value per example, and each example may need a different "
+            "branch. Compute both branches and select with fgrad.numpy.where(cond, x, y), or "
+            "move the decision outside the vmapped function."
+        )
+
+
+class BatchTrace(Trace):
+    __slots__ = ("axis_size",)
+
+    def __init__(self, parent: Trace, transform: str, axis_size: int) -> None:
+        super().__init__(parent, transform)
+        self.axis_size = axis_size
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        vals = list(args)
+        dims: list[int | None] = [None] * len(args)
+        batched = False
+        for i, x in enumerate(args):
+            if type(x) is BatchTracer and x._trace is self:
+                vals[i] = x.val
+                dims[i] = x.batch_dim
+                batched = True
+            elif isinstance(x, Tracer):
+                self.check_foreign(x)
+        if not batched:
+            return self.parent.process_primitive(prim, vals, params)  # type: ignore[union-attr, arg-type]
+        rule = batch_rules.get(prim)
+        if rule is None:
+            raise missing_rule_error(prim.name, f"batching (needed by {self.transform})")
+        prev = ctx.trace
+        ctx.trace = self.parent  # type: ignore[assignment]
+        try:
+            out, out_dim = rule(vals, dims, **params)
+        finally:
+            ctx.trace = prev
+        if prim.multiple_results:
+            return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return out if out_dim is None else BatchTracer(self, out, out_dim)
+
+    def split(self, x: Any) -> tuple[Any, int | None]:
+        """(value, batch dimension) of an output; None if it is the same for every example."""
+        if type(x) is BatchTracer and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, Tracer) and x._trace is not self:
+            self.check_foreign(x)
+        return x, None
+
+
+def batch_flat(
+    fun: Callable[..., Sequence[Any]],
+    args: Sequence[Any],
+    in_dims: Sequence[int | None],
+    out_dims: Callable[[], Sequence[int | None]],
+    axis_size: int,
+    transform: str = "vmap",
+) -> list[Any]:
+    """Run `fun` on batches: `args[i]` holds the examples along `in_dims[i]`
+    (None: the same for all). Outputs come back with their examples along
+    `out_dims()` (asked for after `fun` has run, when the output's structure is
+    known; None: an output that must not vary across examples)."""
+    trace = BatchTrace(ctx.trace, transform, axis_size)
+    with tracing(trace):
+        ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+        outs = fun(*ins)
+    results = []
+    for x, want in zip(outs, out_dims()):
+        val, dim = trace.split(x)
+        if want is None:
+            if dim is not None:
+                raise ValueError(
+                    f"vmap has out_axes=None for an output that varies across the batch "
+                    f"(shape {get_aval(val).str_short()} with the batch at axis {dim}); give it an "
+                    "integer out_axes, or make it independent of the mapped inputs"
+                )
+            results.append(val)
+        else:
+            if dim is None:  # the same for every example: repeat it along a new axis
+                val, dim = with_batch_axis(val, None, axis_size), 0
+            results.append(move_axis(val, dim, want))
+    return results
