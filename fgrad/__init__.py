@@ -10,12 +10,17 @@ from . import numpy, tree_util
 from .api import (
     ShapeDtypeStruct,
     grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
     jvp,
     linearize,
     make_jaxpr,
     stop_gradient,
     value_and_grad,
     vjp,
+    vmap,
 )
 from .core.errors import (
     ConcretizationTypeError,
@@ -28,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
+    "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "tree_util",
 ]

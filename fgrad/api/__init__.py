@@ -10,8 +10,10 @@ from .transformations import (
     value_and_grad,
     vjp,
 )
+from .vectorize import hessian, jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
+    "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
     "ShapeDtypeStruct", "grad", "jvp", "linearize", "make_jaxpr", "stop_gradient",
     "value_and_grad", "vjp",
 ]

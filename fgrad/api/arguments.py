@@ -16,6 +16,7 @@ from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tre
 
 __all__ = [
     "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_output", "leaf_names", "describe",
+    "with_args", "check_float_inputs",
 ]
 
 
@@ -145,3 +146,37 @@ def leaf_names(fun: Callable[..., Any], args: Sequence[Any], positions: Sequence
         paths, _ = tree_flatten_with_path(args[i])
         names.extend(base + keystr(path) for path, _ in paths)
     return names
+
+
+def with_args(
+    fun: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], kwargs: dict[str, Any]
+) -> Callable[..., Any]:
+    """`fun` as a function of the arguments at `nums`, the others fixed to `args`."""
+    if not kwargs and nums == tuple(range(len(args))):
+        return fun
+
+    def partial_fun(*dyn: Any) -> Any:
+        full = list(args)
+        for i, x in zip(nums, dyn):
+            full[i] = x
+        return fun(*full, **kwargs)
+
+    return partial_fun
+
+
+def check_float_inputs(transform: str, fun: Callable[..., Any], args: Sequence[Any],
+                       nums: tuple[int, ...], leaves: list[Any]) -> None:
+    """Differentiation with respect to `leaves` (the arguments at `nums`) needs floats."""
+    for i, leaf in enumerate(leaves):
+        dtype = get_aval(leaf).dtype
+        if dtype.kind != "f":
+            names = leaf_names(fun, args, nums)
+            original = tree_flatten([args[j] for j in nums])[0][i]
+            raise TypeError(
+                f"{transform} requires float inputs, but the argument `{names[i]}` of "
+                f"{fun_name(fun)} has dtype {dtype}"
+                + (" (a Python int)" if type(original) is int else "")
+                + ". Derivatives are defined for real floating-point values: pass a float, e.g. "
+                "2.0 instead of 2, or convert with fgrad.numpy.asarray(x, dtype=float). To "
+                "keep an integer argument, leave it out of argnums."
+            )

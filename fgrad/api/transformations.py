@@ -23,12 +23,14 @@ from ..transforms.forward import jvp_flat
 from ..transforms.reverse import LinearFunction, linearize_flat
 from .arguments import (
     OutStore,
+    check_float_inputs,
     flatten_fun,
     fun_name,
     leaf_names,
     normalize_argnums,
     to_input,
     to_output,
+    with_args,
 )
 from .pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
 
@@ -127,39 +129,6 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 # --- grad -----------------------------------------------------------------------
 
 
-def _with_args(
-    fun: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], kwargs: dict[str, Any]
-) -> Callable[..., Any]:
-    """`fun` as a function of the arguments at `nums`, the others fixed to `args`."""
-    if not kwargs and nums == tuple(range(len(args))):
-        return fun
-
-    def partial_fun(*dyn: Any) -> Any:
-        full = list(args)
-        for i, x in zip(nums, dyn):
-            full[i] = x
-        return fun(*full, **kwargs)
-
-    return partial_fun
-
-
-def _check_grad_inputs(fun: Callable[..., Any], args: Sequence[Any], nums: tuple[int, ...],
-                       leaves: list[Any]) -> None:
-    for i, leaf in enumerate(leaves):
-        dtype = get_aval(leaf).dtype
-        if dtype.kind != "f":
-            names = leaf_names(fun, args, nums)
-            original = tree_flatten([args[j] for j in nums])[0][i]
-            raise TypeError(
-                f"grad requires float inputs, but the argument `{names[i]}` of "
-                f"{fun_name(fun)} has dtype {dtype}"
-                + (" (a Python int)" if type(original) is int else "")
-                + ". Derivatives are defined for real floating-point values: pass a float, e.g. "
-                "2.0 instead of 2, or convert with fgrad.numpy.asarray(x, dtype=float). To "
-                "keep an integer argument, leave it out of argnums."
-            )
-
-
 def _check_scalar_output(fun: Callable[..., Any], out_tree: PyTreeDef, outs: list[Any]) -> ShapedArray:
     if out_tree.num_leaves != 1 or out_tree.node is not None:
         raise TypeError(
@@ -201,10 +170,10 @@ def value_and_grad(
     @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         nums = normalize_argnums(argnums, len(args), fun)
-        partial_fun = _with_args(fun, args, nums, kwargs)
+        partial_fun = with_args(fun, args, nums, kwargs)
         leaves, in_tree = tree_flatten(args if len(nums) == len(args) else tuple(args[i] for i in nums))
         leaves = [to_input(x) for x in leaves]
-        _check_grad_inputs(fun, args, nums, leaves)
+        check_float_inputs("grad", fun, args, nums, leaves)
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
         assert store.tree is not None
