@@ -23,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from harness import TARGETS  # noqa: E402
 
-BENCHMARKS = ["bench_w1_scalar_chain", "bench_w7_small", "bench_w3_mlp", "bench_eager"]
+BENCHMARKS = [
+    "bench_w1_scalar_chain", "bench_w7_small", "bench_w3_mlp", "bench_eager", "bench_w4_w5_jacobians",
+]
 PEERS = ["autograd", "jax", "torch"]
 
 
@@ -44,6 +46,8 @@ def main() -> None:
         except (Exception, SystemExit) as e:
             traceback.print_exc()
             errors.append((name, f"{type(e).__name__}: {e}"))
+    # W4/W5 once more with a warm allocator (printed, not in the summary): see that module.
+    importlib.import_module("bench_w4_w5_jacobians").main_warm_allocator()
 
     print("\n" + "=" * 72)
     print("Summary")
