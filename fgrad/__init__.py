@@ -6,7 +6,7 @@
 (np.float64(5.5), np.float64(-146.4131591025766))
 """
 
-from . import numpy, tree_util
+from . import numpy, scipy, tree_util
 from .api import (
     ShapeDtypeStruct,
     grad,
@@ -35,5 +35,5 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
     "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
-    "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "tree_util",
+    "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "scipy", "tree_util",
 ]

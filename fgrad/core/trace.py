@@ -297,6 +297,11 @@ class Tracer:
     def T(self) -> Any:
         return array_ops["transpose"](self)
 
+    @property
+    def at(self) -> Any:
+        """Functional updates, `x.at[idx].set(v)` (installed by the NumPy layer)."""
+        return array_ops["at"](self)
+
     def __getattr__(self, name: str) -> Any:
         # Array methods (x.sum(), x.reshape(...), ...) are the NumPy layer's functions.
         method = array_ops.get("method:" + name)

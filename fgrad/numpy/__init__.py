@@ -33,67 +33,27 @@ from numpy import (
 
 from . import dispatch as _dispatch  # noqa: F401  (installs the tracers' operators)
 from . import linalg
-from .creation import (
-    arange,
-    array,
-    asarray,
-    astype,
-    concatenate,
-    empty,
-    eye,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    stack,
-    zeros,
-    zeros_like,
-)
+from .creation import *  # noqa: F403
+from .creation import __all__ as _creation
+from .indexing import *  # noqa: F403
+from .indexing import __all__ as _indexing
 from .operands import Array, ArrayLike
-from .products import dot, matmul
-from .reductions import amax, amin, max, mean, min, sum
-from .shaping import expand_dims, ravel, reshape, squeeze, transpose
-from .ufuncs import (
-    abs,
-    absolute,
-    add,
-    cos,
-    divide,
-    equal,
-    exp,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    log,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    sign,
-    sin,
-    sqrt,
-    square,
-    subtract,
-    tanh,
-    true_divide,
-    where,
-)
+from .products import *  # noqa: F403
+from .products import __all__ as _products
+from .reductions import *  # noqa: F403
+from .reductions import __all__ as _reductions
+from .shaping import *  # noqa: F403
+from .shaping import __all__ as _shaping
+from .sorting import *  # noqa: F403
+from .sorting import __all__ as _sorting
+from .ufuncs import *  # noqa: F403
+from .ufuncs import __all__ as _ufuncs
 
 __all__ = [
-    "Array", "ArrayLike", "linalg", "random",
+    "Array", "ArrayLike", "linalg",
     "bool_", "complex64", "complex128", "dtype", "e", "float16", "float32", "float64", "inf",
     "int8", "int16", "int32", "int64", "nan", "ndarray", "newaxis", "pi", "uint8",
-    "arange", "array", "asarray", "astype", "concatenate", "empty", "eye", "full", "full_like",
-    "linspace", "ones", "ones_like", "stack", "zeros", "zeros_like",
-    "dot", "matmul", "amax", "amin", "max", "mean", "min", "sum",
-    "expand_dims", "ravel", "reshape", "squeeze", "transpose",
-    "abs", "absolute", "add", "cos", "divide", "equal", "exp", "greater", "greater_equal",
-    "less", "less_equal", "log", "maximum", "minimum", "multiply", "negative", "not_equal",
-    "power", "sign", "sin", "sqrt", "square", "subtract", "tanh", "true_divide", "where",
+    *_creation, *_indexing, *_products, *_reductions, *_shaping, *_sorting, *_ufuncs,
 ]
 
 

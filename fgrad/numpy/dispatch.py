@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..core.trace import Tracer, array_ops
-from . import creation, indexing, linalg, products, reductions, shaping, ufuncs
+from . import creation, indexing, linalg, products, reductions, shaping, sorting, ufuncs
 
 __all__ = ["FUNCTIONS"]
 
@@ -66,20 +66,23 @@ array_ops.update({
 })
 array_ops.update({"method:" + name: fn for name, fn in _METHODS.items()})
 
-_UFUNCS = {**ufuncs.UFUNCS, np.matmul: products.matmul}
-
-# NumPy functions that a traced value answers (through __array_function__).
+# The NumPy functions a traced value answers, through __array_ufunc__ and
+# __array_function__: each public function of a module below answers the NumPy
+# function of the same name in the matching NumPy namespace.
+_UFUNCS: dict[Any, Callable[..., Any]] = {np.positive: lambda x: x}
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.sum: reductions.sum, np.mean: reductions.mean, np.max: reductions.max,
-    np.min: reductions.min, np.amax: reductions.max, np.amin: reductions.min,
-    np.dot: products.dot, np.transpose: shaping.transpose, np.reshape: shaping.reshape,
-    np.expand_dims: shaping.expand_dims, np.squeeze: shaping.squeeze, np.ravel: shaping.ravel,
-    np.where: ufuncs.where, np.linalg.norm: linalg.norm, np.zeros_like: creation.zeros_like,
-    np.ones_like: creation.ones_like, np.full_like: creation.full_like,
-    np.stack: creation.stack, np.concatenate: creation.concatenate,
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
-    np.astype: creation.astype,
 }
+_NAMESPACES = [
+    (module, np) for module in (creation, indexing, products, reductions, shaping, sorting, ufuncs)
+] + [(linalg, np.linalg)]
+for _module, _namespace in _NAMESPACES:
+    for _name in _module.__all__:
+        _target = getattr(_namespace, _name, None)
+        if isinstance(_target, np.ufunc):
+            _UFUNCS[_target] = getattr(_module, _name)
+        elif callable(_target):
+            FUNCTIONS[_target] = getattr(_module, _name)
 
 
 def _unsupported(kind: str, name: str) -> TypeError:

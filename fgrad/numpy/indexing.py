@@ -13,7 +13,8 @@ from ..primitives import indexing
 from ..primitives.indexing import StaticIndex
 from .operands import Array, ArrayLike, operand
 
-__all__ = ["getitem", "static_index"]
+__all__: list[str] = []  # indexing is reached through x[idx]
+
 
 
 def _index_entry(i: Any) -> Any:

@@ -19,7 +19,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power", "square",
     "sqrt", "exp", "log", "sin", "cos", "tanh", "abs", "absolute", "sign", "maximum",
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "where", "UFUNCS",
+    "where",
 ]
 
 
@@ -109,14 +109,3 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     if ctx.trace is EVAL_TRACE:
         return np.where(condition, x, y)
     return ew.where(operand(condition), operand(x), operand(y))
-
-
-# The ufuncs a traced value answers when plain NumPy code calls them.
-UFUNCS: dict[Any, Callable[..., Any]] = {
-    np.add: add, np.subtract: subtract, np.multiply: multiply, np.true_divide: divide,
-    np.negative: negative, np.positive: lambda x: x, np.power: power, np.square: square,
-    np.sqrt: sqrt, np.exp: exp, np.log: log, np.sin: sin, np.cos: cos, np.tanh: tanh,
-    np.absolute: absolute, np.sign: sign, np.maximum: maximum, np.minimum: minimum,
-    np.equal: equal, np.not_equal: not_equal, np.less: less, np.less_equal: less_equal,
-    np.greater: greater, np.greater_equal: greater_equal,
-}

@@ -8,8 +8,25 @@
 | reductions | reduce_sum reduce_max reduce_min |
 | linalg | matmul |
 | indexing | getitem index_add |
+| sorting, decompositions, special | (filled by the NumPy-surface work) |
+
+`derivatives` and `batching` hold the helpers that build rules.
 """
 
-from . import derivatives, elementwise, indexing, linalg, reductions, shapes
+from . import (
+    batching,
+    decompositions,
+    derivatives,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shapes,
+    sorting,
+    special,
+)
 
-__all__ = ["derivatives", "elementwise", "indexing", "linalg", "reductions", "shapes"]
+__all__ = [
+    "batching", "decompositions", "derivatives", "elementwise", "indexing", "linalg", "reductions",
+    "shapes", "sorting", "special",
+]

@@ -11,6 +11,34 @@ import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
 from tests.strategies import broadcast_pairs, seeds, shapes, values
 
+# The primitives whose rules this module checks (tests/primitives/test_registry.py).
+PRIMITIVES = {
+    "neg", "sin", "cos", "exp", "log", "tanh", "sqrt", "square", "abs", "sign", "stop_gradient",
+    "add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "where",
+    "integer_pow", "convert_element_type",
+}
+
+BATCH_CASES = {  # vmap == loop (tests/transforms/test_batching.py): label -> (f, example shapes, domain)
+    "neg": (fnp.negative, [(3,)], "real"), "sin": (fnp.sin, [(2, 3)], "real"),
+    "cos": (fnp.cos, [()], "real"), "exp": (fnp.exp, [(3,)], "real"),
+    "log": (fnp.log, [(2, 2)], "positive"), "tanh": (fnp.tanh, [(3,)], "real"),
+    "sqrt": (fnp.sqrt, [(3,)], "positive"), "square": (fnp.square, [(3,)], "real"),
+    "abs": (fnp.abs, [(3,)], "nonzero"), "sign": (fnp.sign, [(3,)], "nonzero"),
+    "stop_gradient": (fgrad.stop_gradient, [(3,)], "real"),
+    "integer_pow": (lambda x: x**3, [(2, 3)], "real"),
+    "convert_element_type": (lambda x: fnp.astype(x, np.float32), [(3,)], "real"),
+    "add": (fnp.add, [(2, 3), (3,)], "real"), "sub": (fnp.subtract, [(3,), (2, 3)], "real"),
+    "mul": (fnp.multiply, [(2, 1), (1, 3)], "real"), "div": (fnp.divide, [(3,), ()], "nonzero"),
+    "pow": (fnp.power, [(3,), (3,)], "positive"), "max": (fnp.maximum, [(3,), (2, 3)], "real"),
+    "min": (fnp.minimum, [(2, 3), ()], "real"),
+    "eq": (fnp.equal, [(3,), (3,)], "real"), "ne": (fnp.not_equal, [(3,), ()], "real"),
+    "lt": (fnp.less, [(3,), (3,)], "real"), "le": (fnp.less_equal, [(2, 3), (3,)], "real"),
+    "gt": (fnp.greater, [(3,), (3,)], "real"), "ge": (fnp.greater_equal, [(3,), (3,)], "real"),
+    "where": (lambda x, y, z: fnp.where(x > 0, y, z), [(3,), (2, 3), ()], "real"),
+    "scalar_ops": (lambda x, y: x * y + x, [(), ()], "real"),
+}
+
+
 UNARY = [
     ("negative", fnp.negative, np.negative, "real"),
     ("sin", fnp.sin, np.sin, "real"),

@@ -13,6 +13,21 @@ from fgrad.primitives import indexing
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, shapes, values
 
+PRIMITIVES = {"getitem", "index_add"}
+
+BATCH_CASES = {
+    "getitem": (lambda x: x[1:, None, ::2], [(3, 4)], "real"),
+    "getitem_array": (lambda x: x[np.array([2, 0, 2]), 1:], [(3, 4)], "real"),
+    "getitem_separated_arrays": (lambda x: x[np.array([0, 1]), :, np.array([1, 0])], [(2, 3, 2)], "real"),
+    "getitem_int": (lambda x: x[1], [(3, 2)], "real"),
+    "getitem_mask": (lambda x: x[np.array([True, False, True])], [(3, 2)], "real"),
+    "index_add": (lambda x, y: indexing.index_add(x, y, idx=static_index((slice(1, 3), 0))),
+                  [(4, 2), (2,)], "real"),
+    "index_add_array": (lambda x, y: indexing.index_add(x, y, idx=static_index(np.array([0, 0, 2]))),
+                        [(3, 2), (3, 2)], "real"),
+}
+
+
 
 @given(shape=shapes, seed=seeds, data=st.data())
 def test_basic_indexing(shape, seed, data):

@@ -11,6 +11,18 @@ import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, values
 
+PRIMITIVES = {"matmul"}
+
+BATCH_CASES = {
+    "matmul": (fnp.matmul, [(2, 3), (3, 4)], "real"),
+    "matmul_vec_mat": (fnp.matmul, [(3,), (3, 4)], "real"),
+    "matmul_mat_vec": (fnp.matmul, [(2, 3), (3,)], "real"),
+    "matmul_vec_vec": (fnp.matmul, [(3,), (3,)], "real"),
+    "matmul_stacks": (fnp.matmul, [(5, 2, 3), (3, 2)], "real"),
+    "matmul_stack_vec": (fnp.matmul, [(3,), (2, 3, 4)], "real"),
+}
+
+
 MATMUL_SHAPES = [
     ((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)),
     ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4)),

@@ -11,6 +11,16 @@ import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, shapes, values
 
+PRIMITIVES = {"reduce_sum", "reduce_max", "reduce_min"}
+
+BATCH_CASES = {
+    "reduce_sum": (lambda x: fnp.sum(x, axis=(0, 2)), [(2, 3, 4)], "real"),
+    "reduce_sum_all": (fnp.sum, [(2, 3)], "real"),
+    "reduce_max": (lambda x: fnp.max(x, axis=-1, keepdims=True), [(2, 3)], "real"),
+    "reduce_min": (lambda x: fnp.min(x), [(2, 3)], "real"),
+}
+
+
 
 def axes_for(ndim):
     return st.one_of(

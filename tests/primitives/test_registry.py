@@ -1,33 +1,23 @@
 """Every primitive has a jvp rule, and a test in this folder that checks it
 numerically. A new primitive fails here until it gets both."""
 
+import types
+
 import pytest
 
+import fgrad.primitives
 from fgrad.core import Primitive, jvp_rules, transpose_rules
-from fgrad.primitives import elementwise, indexing, linalg, reductions, shapes
+from fgrad.core.rules import BILINEAR
+from fgrad.core.rules import LINEAR as LINEAR_RULE
+from tests.transforms.test_batching import _collect
 
 # primitive name -> the test module that checks its rules numerically
-TESTED_IN = {
-    **dict.fromkeys(
-        ["neg", "sin", "cos", "exp", "log", "tanh", "sqrt", "square", "abs", "sign",
-         "stop_gradient", "add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt",
-         "le", "gt", "ge", "where", "integer_pow", "convert_element_type"],
-        "test_elementwise",
-    ),
-    **dict.fromkeys(["reshape", "transpose", "broadcast_to", "concatenate"], "test_shapes"),
-    **dict.fromkeys(["reduce_sum", "reduce_max", "reduce_min"], "test_reductions"),
-    "matmul": "test_linalg",
-    **dict.fromkeys(["getitem", "index_add"], "test_indexing"),
-}
-
-# primitives that appear in linear (tangent) jaxprs, so reverse mode needs their transpose
-LINEAR = {"neg", "add", "sub", "mul", "div", "where", "convert_element_type", "reshape",
-          "transpose", "broadcast_to", "concatenate", "reduce_sum", "matmul", "getitem",
-          "index_add"}
+TESTED_IN = _collect("PRIMITIVES")
 
 ALL = {
     p.name: p
-    for module in (elementwise, indexing, linalg, reductions, shapes)
+    for module in vars(fgrad.primitives).values()
+    if isinstance(module, types.ModuleType)
     for p in vars(module).values()
     if isinstance(p, Primitive)
 }
@@ -43,6 +33,14 @@ def test_every_primitive_has_a_jvp_rule(name):
     assert ALL[name] in jvp_rules
 
 
-@pytest.mark.parametrize("name", sorted(LINEAR))
+# Primitives that appear in linear (tangent) jaxprs, so reverse mode needs their
+# transpose: the linear and bilinear ones, and those the interpreters and the
+# full jvp rules apply to tangents. (A full rule using another primitive on a
+# tangent is caught by the reverse-mode checks of its rule test.)
+ON_TANGENTS = {"neg", "add", "sub", "mul", "div", "where", "convert_element_type", "broadcast_to"}
+LINEAR = sorted(ON_TANGENTS | {name for name, p in ALL.items() if jvp_rules.get(p) in (LINEAR_RULE, BILINEAR)})
+
+
+@pytest.mark.parametrize("name", LINEAR)
 def test_linear_primitives_have_transpose_rules(name):
     assert ALL[name] in transpose_rules

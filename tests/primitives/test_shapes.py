@@ -7,8 +7,20 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgrad.numpy as fnp
+from fgrad.primitives import shapes as P
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, shapes, values
+
+PRIMITIVES = {"reshape", "transpose", "broadcast_to", "concatenate"}
+
+BATCH_CASES = {
+    "reshape": (lambda x: fnp.reshape(x, (3, 2)), [(2, 3)], "real"),
+    "transpose": (lambda x: fnp.transpose(x, (2, 0, 1)), [(2, 3, 4)], "real"),
+    "broadcast_to": (lambda x: P.broadcast_to(x, shape=(2, 4, 3)), [(4, 1)], "real"),
+    "concatenate": (lambda x, y: fnp.concatenate([x, y, x], axis=1), [(2, 3), (2, 1)], "real"),
+    "stack": (lambda x, y: fnp.stack([x, y], axis=-1), [(2,), (2,)], "real"),
+}
+
 
 
 @given(shape=shapes, seed=seeds, data=st.data())
@@ -48,8 +60,6 @@ def test_broadcast_to(shape, seed, data):
     target = data.draw(hnp.broadcastable_shapes(shape, min_dims=len(shape), max_dims=4, max_side=3))
     target = np.broadcast_shapes(shape, target)
     np.testing.assert_array_equal(fnp.full(target, 0.0) + x, np.broadcast_to(x, target))
-    from fgrad.primitives import shapes as P
-
     check_grads(lambda x: P.broadcast_to(x, shape=target) * 1.5, (x,), order=2)
 
 
