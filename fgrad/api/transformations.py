@@ -178,7 +178,7 @@ def value_and_grad(
         outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
         assert store.tree is not None
         aval = _check_scalar_output(fun, store.tree, outs)
-        cts = linear.transpose([aval.dtype.type(1)])
+        cts = linear.transpose([aval.dtype.type(1)], consume=True)
         g = tree_unflatten(in_tree, [
             _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
         ])

@@ -7,7 +7,7 @@ from .errors import (
     UnexpectedTracerError,
     missing_rule_error,
 )
-from .rules import UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from .rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from .trace import (
     EVAL_TRACE,
     EvalTrace,
@@ -23,6 +23,6 @@ __all__ = [
     "ShapedArray", "dtype_name", "get_aval", "is_float_dtype", "is_inexact_dtype",
     "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
     "missing_rule_error", "EVAL_TRACE", "EvalTrace", "Primitive", "Trace", "Tracer",
-    "array_ops", "ctx", "tracing", "UndefinedPrimal", "batch_rules", "jvp_rules",
+    "array_ops", "ctx", "tracing", "UndefinedPrimal", "batch_rules", "jvp_rules", "Linearization",
     "transpose_rules",
 ]

@@ -22,7 +22,14 @@ never receive a zero array they would have to build first.
   equation); an entry of the result is None for a non-linear input or a zero.
   For a primitive with several results, `ct` is a list whose entries may be None.
 * ``batch_rules[p](args, dims, **params) -> (out, out_dim)``
-  (filled when vmap lands.)
+  `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
+  on the parent trace and returns the result's batch axis.
+
+A primitive whose reverse mode is not the transpose of its jvp (custom_vjp,
+checkpoint) registers a `Linearization` as its jvp rule: forward mode calls
+its `jvp`; reverse mode calls its `linearize(trace, primals, tangents,
+**params) -> (primal_out, tangent_out)`, which runs with the primal trace
+current and records linear equations with `trace.stage(prim, args, params)`.
 """
 
 from __future__ import annotations
@@ -34,11 +41,11 @@ from .avals import ShapedArray
 from .trace import Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "batch_rules", "UndefinedPrimal", "JVPFactors", "JVPStructure",
-    "LINEAR", "BILINEAR",
+    "jvp_rules", "transpose_rules", "batch_rules", "Linearization", "UndefinedPrimal", "JVPFactors",
+    "JVPStructure", "LINEAR", "BILINEAR",
 ]
 
-jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure] = {}
+jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Linearization] = {}
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
 
@@ -89,3 +96,16 @@ class JVPStructure:
 
 LINEAR = JVPStructure("LINEAR")
 BILINEAR = JVPStructure("BILINEAR")
+
+
+class Linearization:
+    """A jvp rule with its own reverse mode (see the module docstring)."""
+
+    __slots__ = ("jvp", "linearize")
+
+    def __init__(self, jvp: Callable[..., Any], linearize: Callable[..., Any]) -> None:
+        self.jvp = jvp
+        self.linearize = linearize
+
+    def __call__(self, primals: list[Any], tangents: list[Any], **params: Any) -> Any:
+        return self.jvp(primals, tangents, **params)

@@ -55,17 +55,20 @@ Atom = Var | Literal
 
 
 class JaxprEqn:
-    """One equation: `outvars = primitive[params] invars`."""
+    """One equation: `outvars = primitive[params] invars`. `source` names the
+    primitive whose derivative produced it, in a linear jaxpr (for messages)."""
 
-    __slots__ = ("primitive", "invars", "outvars", "params")
+    __slots__ = ("primitive", "invars", "outvars", "params", "source")
 
     def __init__(
-        self, primitive: Primitive, invars: list[Atom], outvars: list[Var], params: dict[str, Any]
+        self, primitive: Primitive, invars: list[Atom], outvars: list[Var], params: dict[str, Any],
+        source: str | None = None,
     ) -> None:
         self.primitive = primitive
         self.invars = invars
         self.outvars = outvars
         self.params = params
+        self.source = source
 
     def __repr__(self) -> str:
         return pp_eqn(self, _Namer())
@@ -191,7 +194,8 @@ def pp_eqn(eqn: JaxprEqn, name: _Namer) -> str:
     if eqn.params:
         params = "[" + " ".join(f"{k}={_pp_param(v)}" for k, v in eqn.params.items()) + "]"
     args = " ".join(_pp_atom(a, name) for a in eqn.invars)
-    return f"{lhs} = {eqn.primitive.name}{params} {args}".rstrip()
+    rhs = f"{eqn.primitive.name}{params} {args}".rstrip()
+    return f"{lhs} = {rhs}" if lhs else rhs
 
 
 def pp_jaxpr(jaxpr: Jaxpr, width: int = 80) -> str:

@@ -51,7 +51,7 @@ class StagingTracer(Tracer):
 
 class StagingTrace(Trace):
     __slots__ = ("invars", "eqns", "constvars", "consts", "_const_ids", "stage_constants",
-                 "fun_name", "arg_names")
+                 "fun_name", "arg_names", "source")
 
     def __init__(
         self,
@@ -70,6 +70,7 @@ class StagingTrace(Trace):
         self.stage_constants = stage_constants
         self.fun_name = fun_name
         self.arg_names = list(arg_names)
+        self.source: str | None = None  # recorded in each equation (see JaxprEqn.source)
 
     def new_arg(self, aval: ShapedArray) -> StagingTracer:
         var = Var(aval)
@@ -113,10 +114,10 @@ class StagingTrace(Trace):
         out_aval = prim.abstract_eval(*map(_aval_of, invars), **params)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
-            self.eqns.append(JaxprEqn(prim, invars, outvars, params))
+            self.eqns.append(JaxprEqn(prim, invars, outvars, params, self.source))
             return outvars
         outvar = Var(out_aval)
-        self.eqns.append(JaxprEqn(prim, invars, [outvar], params))
+        self.eqns.append(JaxprEqn(prim, invars, [outvar], params, self.source))
         return outvar
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:

@@ -18,8 +18,9 @@ from typing import Any
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import missing_rule_error
-from ..core.rules import LINEAR, JVPFactors, JVPStructure, jvp_rules
+from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
+from ..ir.staging import StagingTrace
 from ..primitives.derivatives import fit_to, zeros_like_value
 from ..primitives.elementwise import add, mul, neg
 
@@ -76,14 +77,18 @@ class JVPTrace(Trace):
             else:
                 primal_out = parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
             if kind is JVPFactors:
-                tangent_out = self.apply_factors(rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
+                tangent_out = self.apply_factors(prim, rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
             elif rule is LINEAR:
                 tangent_out = self.apply_linear(prim, primals, tangents, params)
             else:
                 tangent_out = self.apply_bilinear(prim, primals, tangents, params)
+        elif kind is Linearization:
+            primal_out, tangent_out = self.apply_linearization(prim, rule, primals, tangents, params)  # type: ignore[arg-type]
         else:
             prev = ctx.trace
-            ctx.trace = self.rule_trace
+            ctx.trace = rule_trace = self.rule_trace
+            if type(rule_trace) is StagingTrace:  # linearizing: tell the jaxpr where its equations come from
+                rule_trace.source = prim.name
             try:
                 primal_out, tangent_out = rule(primals, tangents, **params)  # type: ignore[operator]
             finally:
@@ -96,8 +101,21 @@ class JVPTrace(Trace):
             return primal_out
         return JVPTracer(self, primal_out, tangent_out)
 
+    def apply_linearization(
+        self, prim: Primitive, rule: Linearization, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
+    ) -> tuple[Any, Any]:
+        """Forward mode of a primitive with its own reverse mode: its jvp."""
+        prev = ctx.trace
+        ctx.trace = self.rule_trace
+        try:
+            return rule.jvp(primals, tangents, **params)
+        finally:
+            ctx.trace = prev
+
     def apply_factors(
-        self, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
     ) -> Any:
         """The output tangent `sum_i tangent_i * factor_i`, fitted to `ans`. The
         factors are computed on the parent trace (they are primal values); the

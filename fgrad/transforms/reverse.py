@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.errors import missing_rule_error
-from ..core.rules import JVPFactors, UndefinedPrimal, transpose_rules
+from ..core.rules import JVPFactors, Linearization, UndefinedPrimal, transpose_rules
 from ..core.trace import Primitive, ctx, tracing
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_jaxpr
@@ -51,10 +51,17 @@ class LinearFunction:
         self.out_avals = out_avals
         self.nonzero_outputs = nonzero_outputs
 
-    def transpose(self, cts_out: Sequence[Any]) -> list[Any]:
-        """Cotangents of the inputs (None where zero) from those of the outputs."""
+    def transpose(self, cts_out: Sequence[Any], consume: bool = False) -> list[Any]:
+        """Cotangents of the inputs (None where zero) from those of the outputs.
+
+        With `consume`, this is the last use: the residuals are released one by
+        one as the backward pass no longer needs them, lowering its peak memory.
+        """
         cts = [ct for ct, nz in zip(cts_out, self.nonzero_outputs) if nz]
-        return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, cts)
+        consts = self.jaxpr.consts
+        if consume:
+            self.jaxpr.consts = []
+        return backward_pass(self.jaxpr.jaxpr, consts, cts, consume)
 
 
 class LinearizeTrace(JVPTrace):
@@ -65,18 +72,46 @@ class LinearizeTrace(JVPTrace):
 
     __slots__ = ()
 
+    def apply_linearization(
+        self, prim: Primitive, rule: Linearization, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
+    ) -> tuple[Any, Any]:
+        """Reverse mode of a primitive with its own: its linearize rule, run
+        with the primal trace current, staging through `self.stage`."""
+        self.rule_trace.source = prim.name  # type: ignore[attr-defined]
+        prev = ctx.trace
+        ctx.trace = self.parent  # type: ignore[assignment]
+        try:
+            return rule.linearize(self, primals, tangents, **params)
+        finally:
+            ctx.trace = prev
+
+    def stage(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        """Record `prim` on `args` in the linear jaxpr: tangents (this trace's
+        staged values) become its linear inputs, anything else a constant.
+        Returns the tangent(s) of its result."""
+        builder = self.rule_trace
+        assert isinstance(builder, StagingTrace)
+        atoms = [x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x) for x in args]
+        out = builder.add_eqn(prim, atoms, params)
+        if prim.multiple_results:
+            return [StagingTracer(builder, v) for v in out]
+        return StagingTracer(builder, out)
+
     def apply_factors(
-        self, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any], params: dict[str, Any]
+        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
     ) -> Any:
         builder = self.rule_trace
         assert isinstance(builder, StagingTrace)
+        builder.source = prim.name
         out = None
         only = None  # the tangent itself, when it is the whole result (a factor of 1)
         for factor, t in zip(rule.factors, tangents):
             if t is None or factor is None:
                 continue
             if type(t) is not StagingTracer or t._trace is not builder:
-                return super().apply_factors(rule, ans, primals, tangents, params)
+                return super().apply_factors(prim, rule, ans, primals, tangents, params)
             if callable(factor):
                 prev = ctx.trace
                 ctx.trace = self.parent  # type: ignore[assignment]
@@ -105,6 +140,7 @@ class LinearizeTrace(JVPTrace):
         self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
     ) -> Any:
         builder = self.rule_trace
+        builder.source = prim.name  # type: ignore[attr-defined]
         if any(type(t) is not StagingTracer or t._trace is not builder for t in tangents):
             return super().apply_linear(prim, primals, tangents, params)  # zeros to fill in
         out = builder.add_eqn(prim, [t.var for t in tangents], params)  # type: ignore[attr-defined]
@@ -117,6 +153,7 @@ class LinearizeTrace(JVPTrace):
     ) -> Any:
         builder = self.rule_trace
         assert isinstance(builder, StagingTrace)
+        builder.source = prim.name
         out = None
         for i, t in enumerate(tangents):
             if t is None:
@@ -193,12 +230,25 @@ def _undefined_primal(aval: ShapedArray) -> UndefinedPrimal:
     return u
 
 
-def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -> list[Any]:
+def backward_pass(
+    jaxpr: Jaxpr, consts: list[Any], cts_out: Sequence[Any], consume: bool = False
+) -> list[Any]:
     """Transpose a linear jaxpr: cotangents of its inputs from those of its
     outputs. Constants are the non-linear operands; every other variable is
     linear. A cotangent of None is zero, and equations whose outputs have only
-    zero cotangents are skipped."""
+    zero cotangents are skipped. With `consume`, `consts` is emptied and each
+    constant dropped after the last equation (in backward order) that uses it."""
     known: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    release: dict[int, list[Var]] = {}
+    if consume:
+        consts.clear()
+        first_use: dict[Var, int] = {}
+        for i, eqn in enumerate(jaxpr.eqns):
+            for a in eqn.invars:
+                if type(a) is Var and a in known and a not in first_use:
+                    first_use[a] = i
+        for const, i in first_use.items():
+            release.setdefault(i, []).append(const)
     cts: dict[Any, Any] = {}
     add = elementwise.add
     missing = object()
@@ -209,7 +259,11 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
             prev = cts.get(v)
             cts[v] = ct if prev is None else add(prev, ct)
 
-    for eqn in reversed(jaxpr.eqns):
+    for i in range(len(jaxpr.eqns) - 1, -1, -1):
+        if release:  # constants whose last use was the equation just done
+            for v in release.pop(i + 1, ()):
+                del known[v]
+        eqn = jaxpr.eqns[i]
         prim = eqn.primitive
         if prim.multiple_results:
             ct = [cts.pop(v, None) for v in eqn.outvars]
@@ -231,9 +285,15 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
         rule = transpose_rules.get(prim)
         if rule is None:
             raise missing_rule_error(prim.name, "transpose (reverse-mode)")
+        try:
+            cts_in = rule(ct, *args, **eqn.params)
+        except FloatingPointError as e:  # from debug_nans: say where in the forward computation
+            raise FloatingPointError(
+                f"{e}\n  in the backward pass, in the derivative of `{eqn.source}`"
+            ) from None
         # A rule returns None for the non-linear operands, so any cotangent
         # it returns belongs to a linear variable.
-        for a, c in zip(eqn.invars, rule(ct, *args, **eqn.params)):
+        for a, c in zip(eqn.invars, cts_in):
             if c is not None:
                 prev = cts.get(a)
                 cts[a] = c if prev is None else add(prev, c)
