@@ -6,7 +6,7 @@
 (np.float64(5.5), np.float64(-146.4131591025766))
 """
 
-from . import numpy, scipy, tree_util
+from . import debug, numpy, scipy, tree_util
 from .api import (
     ShapeDtypeStruct,
     grad,
@@ -27,13 +27,16 @@ from .core.errors import (
     TracerArrayConversionError,
     UnexpectedTracerError,
 )
+from .custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
+from .debug import debug_nans
 from .ir import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
-    "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
+    "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "custom_jvp", "custom_vjp", "checkpoint",
+    "remat", "debug", "debug_nans",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "scipy", "tree_util",
 ]
