@@ -102,6 +102,7 @@ def check_jvp(f: Callable[..., Any], args: Sequence[Any], atol: float | None = N
               rtol: float | None = None, eps: float | None = None, seed: int = 0,
               what: str = "JVP") -> None:
     """Forward mode against finite differences along a random tangent."""
+    args = tuple(args)
     precision = _lowest_precision((args, f(*args)))
     eps = eps or _EPS.get(precision, 1e-5)
     atol = atol or _TOL.get(precision, 1e-5)
@@ -116,6 +117,7 @@ def check_vjp(f: Callable[..., Any], args: Sequence[Any], atol: float | None = N
               what: str = "VJP") -> None:
     """Reverse mode against finite differences: <vjp(u), t> must equal <u, J t>
     for a random tangent t and a random cotangent u."""
+    args = tuple(args)
     precision = _lowest_precision((args, f(*args)))
     eps = eps or _EPS.get(precision, 1e-5)
     atol = atol or _TOL.get(precision, 1e-5)
@@ -124,7 +126,9 @@ def check_vjp(f: Callable[..., Any], args: Sequence[Any], atol: float | None = N
     tangents = _random_like(tuple(args), rng)
     out, vjp_fn = vjp(f, *args)
     cotangent = _random_like(out, rng)
-    ct_in = vjp_fn(cotangent)
+    # JAX's convention: cotangents are not conjugated by transposes, so the
+    # adjoint of the linear map is conj(vjp(conj(u))).
+    ct_in = tree_map(np.conj, vjp_fn(tree_map(np.conj, cotangent)))
     got = _inner(ct_in, tangents)
     expected = _inner(cotangent, numerical_jvp(f, args, tangents, eps))
     scale = max(1.0, abs(expected))

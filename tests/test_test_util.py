@@ -50,3 +50,10 @@ def test_check_grads_argument_errors():
 
 def test_transpose_rules_table_is_used_for_reverse_mode():
     assert ew.mul_p in transpose_rules
+
+
+def test_arguments_may_be_a_list():
+    from fgrad.test_util import check_jvp, check_vjp
+
+    check_jvp(fnp.sin, [np.array([0.1, 0.2])])
+    check_vjp(fnp.sin, [np.array([0.1, 0.2])])

@@ -164,19 +164,34 @@ def with_args(
     return partial_fun
 
 
+_KIND_NAMES = {"f": "float", "fc": "float or complex"}
+
+
 def check_float_inputs(transform: str, fun: Callable[..., Any], args: Sequence[Any],
-                       nums: tuple[int, ...], leaves: list[Any]) -> None:
-    """Differentiation with respect to `leaves` (the arguments at `nums`) needs floats."""
+                       nums: tuple[int, ...], leaves: list[Any], kinds: str = "f") -> None:
+    """Differentiation with respect to `leaves` (the arguments at `nums`) needs
+    inexact values: dtype kinds in `kinds` ("f", "fc", or "c" for holomorphic)."""
     for i, leaf in enumerate(leaves):
         dtype = get_aval(leaf).dtype
-        if dtype.kind != "f":
-            names = leaf_names(fun, args, nums)
-            original = tree_flatten([args[j] for j in nums])[0][i]
+        if dtype.kind in kinds:
+            continue
+        names = leaf_names(fun, args, nums)
+        original = tree_flatten([args[j] for j in nums])[0][i]
+        given = f"the argument `{names[i]}` of {fun_name(fun)} has dtype {dtype}"
+        if kinds == "c":
             raise TypeError(
-                f"{transform} requires float inputs, but the argument `{names[i]}` of "
-                f"{fun_name(fun)} has dtype {dtype}"
-                + (" (a Python int)" if type(original) is int else "")
-                + ". Derivatives are defined for real floating-point values: pass a float, e.g. "
-                "2.0 instead of 2, or convert with fgrad.numpy.asarray(x, dtype=float). To "
-                "keep an integer argument, leave it out of argnums."
+                f"{transform}(holomorphic=True) requires complex inputs, but {given}. Convert it "
+                "with .astype(complex), or drop holomorphic=True for a real function."
             )
+        if dtype.kind == "c":
+            raise TypeError(
+                f"{transform} requires real inputs, but {given}. For a holomorphic function pass "
+                "holomorphic=True; for other functions of complex inputs use fgrad.jvp directly."
+            )
+        raise TypeError(
+            f"{transform} requires {_KIND_NAMES[kinds]} inputs, but {given}"
+            + (" (a Python int)" if type(original) is int else "")
+            + ". Derivatives are defined for floating-point values: pass a float, e.g. "
+            "2.0 instead of 2, or convert with fgrad.numpy.asarray(x, dtype=float). To "
+            "keep an integer argument, leave it out of argnums."
+        )

@@ -48,8 +48,13 @@ def _check_like(
     given: Any, expected: ShapedArray, kind: str, where: str, dtype_error: type[Exception]
 ) -> Any:
     """`given` as a value of `expected`'s type, or a message saying what differs."""
-    if isinstance(given, (float, int, complex)) and not isinstance(given, bool) and not expected.shape:
-        return np.asarray(given, expected.dtype)[()]  # a Python scalar takes the expected dtype
+    # A Python number (or NumPy's float64 and complex128, which subclass Python's)
+    # takes the expected dtype, if that holds its kind: not a complex for a float.
+    python_scalar = isinstance(given, (float, int, complex)) and not isinstance(given, bool)
+    if python_scalar and not expected.shape:
+        number = given.item() if isinstance(given, np.generic) else given
+        if np.result_type(number, expected.dtype) == expected.dtype:
+            return np.asarray(given, expected.dtype)[()]
     aval = get_aval(given)
     what = f"the {kind} {where}" if where else f"the {kind}"
     if aval.shape != expected.shape:
@@ -57,9 +62,10 @@ def _check_like(
             f"{what} has shape {aval.shape}, but the corresponding {_counterpart[kind]} "
             f"has shape {expected.shape} (dtype {expected.dtype}). They must match."
         )
-    if aval.dtype != expected.dtype:
+    if python_scalar or aval.dtype != expected.dtype:
+        given_type = f" (a Python {type(given).__name__})" if type(given) in (float, int, complex) else ""
         raise dtype_error(
-            f"{what} has dtype {aval.dtype}, but the corresponding {_counterpart[kind]} "
+            f"{what} has dtype {aval.dtype}{given_type}, but the corresponding {_counterpart[kind]} "
             f"has dtype {expected.dtype} (shape {expected.shape}). They must match; convert "
             f"it with .astype({expected.dtype.name!r})."
         )
@@ -129,7 +135,9 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 # --- grad -----------------------------------------------------------------------
 
 
-def _check_scalar_output(fun: Callable[..., Any], out_tree: PyTreeDef, outs: list[Any]) -> ShapedArray:
+def _check_scalar_output(
+    fun: Callable[..., Any], out_tree: PyTreeDef, outs: list[Any], holomorphic: bool = False
+) -> ShapedArray:
     if out_tree.num_leaves != 1 or out_tree.node is not None:
         raise TypeError(
             f"grad requires {fun_name(fun)} to return a single scalar, but it returned a "
@@ -144,22 +152,33 @@ def _check_scalar_output(fun: Callable[..., Any], out_tree: PyTreeDef, outs: lis
             "fgrad.vjp(f, x) with a cotangent of that shape (vector-Jacobian product) or a "
             "Jacobian; or reduce the output to a scalar, e.g. with .sum()."
         )
-    if aval.dtype.kind != "f":
+    if holomorphic and aval.dtype.kind != "c":
+        raise TypeError(
+            f"grad(holomorphic=True) requires {fun_name(fun)} to return a complex scalar, but it "
+            f"returned dtype {aval.dtype}"
+        )
+    if not holomorphic and aval.dtype.kind != "f":
         raise TypeError(
             f"grad requires {fun_name(fun)} to return a real floating-point scalar, but it "
-            f"returned dtype {aval.dtype}. Make the output a float, e.g. with .astype(float)."
+            f"returned dtype {aval.dtype}. "
+            + ("For a holomorphic function pass holomorphic=True; otherwise take the real part, "
+               "abs or another real-valued function of the output." if aval.dtype.kind == "c"
+               else "Make the output a float, e.g. with .astype(float).")
         )
     return aval
 
 
 def value_and_grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """`fun` and its gradient with respect to the arguments `argnums`, in one pass.
 
     Returns a function giving `(value, gradient)`, or `((value, aux), gradient)`
     with `has_aux`. The gradient has the structure of the chosen argument (a
-    tuple of them when `argnums` is a tuple).
+    tuple of them when `argnums` is a tuple). For a real function of complex
+    inputs it is df/dx - i df/dy (JAX's convention); with `holomorphic=True`
+    (complex inputs and output) it is the complex derivative f'(z).
 
     >>> import fgrad.numpy as fnp
     >>> value_and_grad(lambda x: x ** 2)(3.0)
@@ -173,11 +192,11 @@ def value_and_grad(
         partial_fun = with_args(fun, args, nums, kwargs)
         leaves, in_tree = tree_flatten(args if len(nums) == len(args) else tuple(args[i] for i in nums))
         leaves = [to_input(x) for x in leaves]
-        check_float_inputs("grad", fun, args, nums, leaves)
+        check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
         assert store.tree is not None
-        aval = _check_scalar_output(fun, store.tree, outs)
+        aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
         cts = linear.transpose([aval.dtype.type(1)], consume=True)
         g = tree_unflatten(in_tree, [
             _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
@@ -193,7 +212,8 @@ def value_and_grad(
 
 
 def grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of a scalar-valued `fun` with respect to argument(s) `argnums`.
 
@@ -203,7 +223,7 @@ def grad(
     >>> grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
     (np.float64(3.0), np.float64(2.0))
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_fun(*args: Any, **kwargs: Any) -> Any:

@@ -184,13 +184,13 @@ def _split(jac: Any, axis: int, avals: Sequence[ShapedArray], lead: tuple[int, .
 
 
 def _prepare(fun: Callable[..., Any], argnums: int | Sequence[int], args: tuple[Any, ...],
-             kwargs: dict[str, Any], transform: str) -> tuple[Callable[..., Any], tuple[Any, ...], PyTreeDef,
-                                                              list[Any]]:
+             kwargs: dict[str, Any], transform: str,
+             kinds: str) -> tuple[Callable[..., Any], tuple[Any, ...], PyTreeDef, list[Any]]:
     nums = normalize_argnums(argnums, len(args), fun)
     dyn = tuple(args[i] for i in nums)
     leaves, in_tree = tree_flatten(dyn)
     leaves = [to_input(x) for x in leaves]
-    check_float_inputs(transform, fun, args, nums, leaves)
+    check_float_inputs(transform, fun, args, nums, leaves, kinds)
     return with_args(fun, args, nums, kwargs), tuple(tree_unflatten(in_tree, leaves)), in_tree, leaves
 
 
@@ -201,8 +201,22 @@ def _arg_structure(in_tree: PyTreeDef, argnums: int | Sequence[int]) -> Callable
     return lambda leaves: tree_unflatten(in_tree, leaves)
 
 
+def _check_outputs(transform: str, fun: Callable[..., Any], avals: Sequence[ShapedArray],
+                   holomorphic: bool) -> None:
+    for a in avals:
+        if holomorphic and a.dtype.kind != "c":
+            raise TypeError(f"{transform}(holomorphic=True) requires complex outputs, but "
+                            f"{fun_name(fun)} returns dtype {a.dtype}")
+        if not holomorphic and a.dtype.kind != "f":
+            raise TypeError(
+                f"{transform} requires float outputs, but {fun_name(fun)} returns dtype {a.dtype}; "
+                + ("pass holomorphic=True for a holomorphic function, or use fgrad.vjp directly"
+                   if a.dtype.kind == "c" else "convert the output with .astype(float) or use jacfwd")
+            )
+
+
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode: one vmapped jvp over the standard
     basis of the inputs. For an array input of shape S and output of shape T
     the Jacobian has shape T + S; for pytrees it is the output's structure with,
@@ -216,7 +230,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd")
+        f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd", "c" if holomorphic else "f")
         in_avals = [get_aval(x).strip_weak_type() for x in leaves]
         dtype = np.result_type(*[a.dtype for a in in_avals])
 
@@ -227,6 +241,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
         results = vmap(pushfwd, out_axes=out_axes)(*_std_basis(in_avals, dtype))
         y, jac = results[0], results[1]
         y_leaves, y_tree = tree_flatten(y)
+        if holomorphic:
+            _check_outputs("jacfwd", fun, [get_aval(x) for x in y_leaves], holomorphic)
         rebuild = _arg_structure(in_tree, argnums)
         jac_leaves = []
         for yl, jl in zip(y_leaves, tree_flatten(jac)[0]):
@@ -239,7 +255,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode: one vjp, its pullback vmapped over
     the standard basis of the outputs. Same result structure as `jacfwd`.
 
@@ -251,7 +267,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacrev")
+        f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacrev", "c" if holomorphic else "fc")
         in_avals = [get_aval(x).strip_weak_type() for x in leaves]
         if has_aux:
             y, pullback, aux = vjp(f, *dyn, has_aux=True)
@@ -259,12 +275,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
             y, pullback = vjp(f, *dyn)
         y_leaves, y_tree = tree_flatten(y)
         out_avals = [get_aval(x).strip_weak_type() for x in y_leaves]
-        for a in out_avals:
-            if a.dtype.kind != "f":
-                raise TypeError(
-                    f"jacrev requires float outputs, but {fun_name(fun)} returns dtype {a.dtype}; "
-                    "convert the output with .astype(float) or use jacfwd"
-                )
+        _check_outputs("jacrev", fun, out_avals, holomorphic)
         dtype = np.result_type(*[a.dtype for a in out_avals])
         basis = tree_unflatten(y_tree, _std_basis(out_avals, dtype))
         cts = tree_flatten(vmap(pullback)(basis))[0]  # per input leaf: (total output size, *shape)
@@ -281,7 +292,7 @@ jacobian = jacrev
 
 
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            has_aux: bool = False) -> Callable[..., Any]:
+            has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Hessian of a scalar `fun`: `jacfwd(jacrev(fun))`, forward over reverse.
 
     >>> import fgrad.numpy as fnp
@@ -289,4 +300,5 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)

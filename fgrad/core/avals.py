@@ -11,12 +11,14 @@ traces or primitives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "ShapedArray", "get_aval", "dtype_name", "is_float_dtype", "is_inexact_dtype", "broadcast_shapes",
+    "cached_aval",
 ]
 
 _SHORT_NAMES = {
@@ -151,3 +153,38 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
             )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
+
+
+# An abstract-eval cache holds at most this many entries; it starts over when full
+# (programs use few distinct shapes, so this bound is rarely reached).
+_CACHE_SIZE = 4096
+
+
+def cached_aval(compute: Callable[..., Any]) -> Callable[..., Any]:
+    """`compute(*avals, **params)` memoized, as a primitive's abstract eval: the
+    same operand avals (interned, so cheap keys) and params give the same
+    result. Errors are not cached; params that cannot be hashed (static
+    indices holding arrays) skip the cache.
+
+    >>> total_aval = cached_aval(lambda x, *, axes: ShapedArray((), x.dtype))
+    >>> total_aval(ShapedArray((3,), np.dtype("float64")), axes=(0,))
+    f64[]
+    """
+    cache: dict[Any, Any] = {}
+
+    def abstract_eval(*avals: ShapedArray, **params: Any) -> Any:
+        key = (avals, tuple(params.items())) if params else avals
+        try:
+            return cache[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable params
+            return compute(*avals, **params)
+        out = compute(*avals, **params)
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        cache[key] = out
+        return out
+
+    abstract_eval.__wrapped__ = compute  # type: ignore[attr-defined]
+    return abstract_eval

@@ -1,9 +1,13 @@
-"""Creating arrays: from data (array, asarray, stack, concatenate) and from
-shapes (zeros, ones, full, arange, linspace, eye and the *_like family).
+"""Creating arrays: from data (array, asarray, copy), by assembling arrays
+(stack, concatenate, hstack, vstack, dstack, column_stack, meshgrid, pad),
+building matrices (diag, diagflat, tril, triu) and from shapes (zeros, ones,
+full, empty, arange, linspace, eye and the *_like family).
 
 Arrays created from shapes are constants: NumPy's own functions. Arrays
-assembled from traced values (`array([x, 1.0, y])`, `stack`) are built with
-the concatenate primitive, so derivatives flow through them.
+assembled from traced values (`array([x, 1.0, y])`, `stack`, `pad`) are built
+with the data-movement primitives (concatenate, reshape, broadcast_to,
+getitem, index_add) and `where`, so derivatives flow through them with no
+rules of their own.
 """
 
 from __future__ import annotations
@@ -12,17 +16,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, Tracer, ctx
 from ..primitives import elementwise as ew
-from ..primitives import shapes
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
-from .shaping import expand_dims, reshape
+from ..primitives import indexing, shapes
+from ..primitives.indexing import StaticIndex
+from .indexing import diagonal
+from .operands import Array, ArrayLike, check_no_out, normalize_axes, operand, shape_of, static_argument
+from .shaping import atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, expand_dims, ravel, reshape
 
 __all__ = [
-    "array", "asarray", "astype", "stack", "concatenate", "zeros", "ones", "full", "empty",
-    "zeros_like", "ones_like", "full_like", "arange", "linspace", "eye",
+    "array", "asarray", "astype", "copy", "stack", "concatenate", "hstack", "vstack", "dstack",
+    "column_stack", "meshgrid", "pad", "diag", "diagflat", "tril", "triu", "zeros", "ones", "full",
+    "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
 ]
 
 zeros = np.zeros
@@ -73,6 +81,14 @@ def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> 
     return out
 
 
+def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Array:
+    """numpy.copy: an array with the same values (traced values are immutable: no copy needed)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]
+    x = operand(a)
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
 def asarray(a: Any, dtype: Any = None) -> Array:
     """numpy.asarray: `a` as an array without copying (traced values stay traced)."""
     if ctx.trace is EVAL_TRACE:
@@ -80,32 +96,287 @@ def asarray(a: Any, dtype: Any = None) -> Array:
     return array(a, dtype=dtype, copy=False)
 
 
-def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0) -> Array:
+def _cast_all(xs: list[Any], dtype: Any, casting: str) -> list[Any]:
+    """The arrays converted to `dtype` (None: unchanged), NumPy's TypeError if `casting` forbids it."""
+    if dtype is None:
+        return xs
+    dtype = np.dtype(dtype)
+    for x in xs:
+        src = get_aval(x).dtype
+        if not np.can_cast(src, dtype, casting):  # type: ignore[arg-type]
+            raise TypeError(
+                f"Cannot cast array data from {src!r} to {dtype!r} according to the rule {casting!r}")
+    return [astype(x, dtype) for x in xs]
+
+
+def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, out: None = None, dtype: Any = None,
+                casting: str = "same_kind") -> Array:
     """numpy.concatenate along an existing axis (axis=None: of the flattened arrays)."""
     if ctx.trace is EVAL_TRACE:
-        return np.concatenate(arrays, axis=axis)
+        return np.concatenate(arrays, axis=axis, out=out, dtype=dtype, casting=casting)  # type: ignore[call-overload]
+    check_no_out(out, "concatenate")
     xs = [operand(a) for a in arrays]
     if not xs:
         raise ValueError("need at least one array to concatenate")
+    xs = _cast_all(xs, dtype, casting)
     if axis is None:
         xs = [reshape(x, -1) for x in xs]
         axis = 0
-    (axis,) = normalize_axes(axis, max(len(shape_of(xs[0])), 1))
-    return shapes.concatenate(*xs, axis=axis)
+    if not shape_of(xs[0]):
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    (axis,) = normalize_axes(axis, len(shape_of(xs[0])))
+    return xs[0] if len(xs) == 1 else shapes.concatenate(*xs, axis=axis)
 
 
-def stack(arrays: Sequence[ArrayLike], axis: int = 0) -> Array:
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, *, dtype: Any = None,
+          casting: str = "same_kind") -> Array:
     """numpy.stack: join arrays of the same shape along a new axis."""
     if ctx.trace is EVAL_TRACE:
-        return np.stack(arrays, axis=axis)
+        return np.stack(arrays, axis=axis, out=out, dtype=dtype, casting=casting)  # type: ignore[call-overload]
     xs = [operand(a) for a in arrays]
     if not xs:
         raise ValueError("need at least one array to stack")
     shapes_seen = {shape_of(x) for x in xs}
     if len(shapes_seen) > 1:
         raise ValueError("all input arrays must have the same shape")
-    return shapes.concatenate(*[expand_dims(x, axis) for x in xs],
-                              axis=normalize_axes(axis, len(shape_of(xs[0])) + 1)[0])
+    axis = normalize_axes(axis, len(shape_of(xs[0])) + 1)[0]
+    return concatenate([expand_dims(x, axis) for x in xs], axis, out, dtype, casting)
+
+
+def hstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
+    """numpy.hstack: concatenate along the second axis (the first, for 1-d arrays).
+
+    >>> fnp.hstack([np.ones(2), np.zeros(1)])
+    array([1., 1., 0.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.hstack(tup, dtype=dtype, casting=casting)  # type: ignore[call-overload]
+    xs = [atleast_1d(a) for a in tup]
+    axis = 0 if xs and len(shape_of(xs[0])) == 1 else 1
+    return concatenate(xs, axis, dtype=dtype, casting=casting)
+
+
+def vstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
+    """numpy.vstack: concatenate along the first axis, 1-d arrays (N,) taken as rows (1, N).
+
+    >>> fnp.vstack([np.ones(2), np.zeros(2)]).shape
+    (2, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.vstack(tup, dtype=dtype, casting=casting)  # type: ignore[call-overload]
+    return concatenate([atleast_2d(a) for a in tup], 0, dtype=dtype, casting=casting)
+
+
+def dstack(tup: Sequence[ArrayLike]) -> Array:
+    """numpy.dstack: concatenate along the third axis (as atleast_3d shapes them).
+
+    >>> fnp.dstack([np.ones(2), np.zeros(2)]).shape
+    (1, 2, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.dstack(tup)
+    return concatenate([atleast_3d(a) for a in tup], 2)
+
+
+def column_stack(tup: Sequence[ArrayLike]) -> Array:
+    """numpy.column_stack: 1-d arrays as columns (N, 1), then concatenate along the second axis.
+
+    >>> fnp.column_stack([np.ones(2), np.zeros(2)]).shape
+    (2, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.column_stack(tup)
+    columns = []
+    for a in tup:
+        x = operand(a)
+        shape = shape_of(x)
+        columns.append(x if len(shape) >= 2 else reshape(x, (-1, 1) if shape else (1, 1)))
+    return concatenate(columns, 1)
+
+
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> tuple[Array, ...]:
+    """numpy.meshgrid: coordinate arrays from coordinate vectors, with 'xy' (Cartesian: the
+    first two axes swapped) or 'ij' (matrix) indexing; `sparse` keeps the size-1 axes.
+
+    >>> [g.shape for g in fnp.meshgrid(np.ones(2), np.ones(3))]
+    [(3, 2), (3, 2)]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return tuple(np.meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing))  # type: ignore[call-overload]
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    out = []
+    for i, x in enumerate(xi):
+        axis = {0: 1, 1: 0}.get(i, i) if indexing == "xy" and ndim > 1 else i
+        out.append(reshape(x, (1,) * axis + (-1,) + (1,) * (ndim - axis - 1)))
+    return tuple(out) if sparse else broadcast_arrays(*out)
+
+
+def _pad_pairs(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """`pad_width` in any of NumPy's forms as one (before, after) pair per axis."""
+    if isinstance(pad_width, dict):
+        pairs = [(0, 0)] * ndim
+        for axis, width in pad_width.items():
+            both = (width, width) if isinstance(width, (int, np.integer)) else tuple(width)
+            pairs[normalize_axis_index(axis, ndim)] = (int(both[0]), int(both[1]))
+        pad_width = pairs
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    if widths.size and widths.min() < 0:
+        raise ValueError("index can't contain negative values")
+    if widths.ndim < 3 and widths.size == 1:
+        widths = widths.reshape(1, 1)
+    elif widths.ndim < 3 and widths.size == 2 and widths.shape != (2, 1):
+        widths = widths.reshape(1, 2)
+    return [(int(b), int(a)) for b, a in np.broadcast_to(widths, (ndim, 2))]
+
+
+_PAD_KEYWORDS = {
+    "constant": {"constant_values"}, "empty": set(), "edge": set(), "wrap": set(),
+    "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}, "linear_ramp": {"end_values"},
+    "maximum": {"stat_length"}, "mean": {"stat_length"}, "median": {"stat_length"},
+    "minimum": {"stat_length"},
+}
+
+
+def _pad_constant(x: Any, widths: list[tuple[int, int]], constant_values: ArrayLike) -> Any:
+    """Blocks of the constants concatenated on each axis in turn, so that later axes
+    fill the corners (as NumPy does)."""
+    values = operand(constant_values)
+    vshape = shape_of(values)
+    size = int(np.prod(vshape, dtype=np.int64))
+    table_shape = (1, 1) if size == 1 else (1, 2) if size == 2 and vshape != (2, 1) else vshape
+    ndim = len(widths)
+    traced = isinstance(values, Tracer)
+    if traced:
+        table = shapes.broadcast_to(shapes.reshape(values, new_shape=table_shape), shape=(ndim, 2))
+    else:
+        table = np.broadcast_to(np.reshape(values, table_shape), (ndim, 2))
+    dtype = get_aval(x).dtype
+    for ax, pair in enumerate(widths):
+        parts = []
+        for side, width in enumerate(pair):
+            if not width:
+                continue
+            shape = shape_of(x)
+            block_shape = (*shape[:ax], width, *shape[ax + 1:])
+            if traced:
+                value = astype(indexing.getitem(table, idx=StaticIndex((ax, side))), dtype)
+                parts.append((side, shapes.broadcast_to(value, shape=block_shape)))
+            else:
+                parts.append((side, np.full(block_shape, table[ax, side], dtype)))
+        if parts:
+            blocks = [p for side, p in parts if side == 0] + [x] + [p for side, p in parts if side == 1]
+            x = shapes.concatenate(*blocks, axis=ax)
+    return x
+
+
+def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
+    """numpy.pad with modes 'constant' (`constant_values`, which may be traced), 'edge',
+    'reflect', 'symmetric' (reflect_type 'even'), 'wrap' and 'empty' (filled with zeros).
+
+    >>> fnp.pad(np.array([1.0, 2.0]), (1, 2), mode="edge")
+    array([1., 1., 2., 2., 2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.pad(array, pad_width, mode=mode, **kwargs)  # type: ignore[call-overload]
+    x = operand(array)
+    shape = shape_of(x)
+    widths = _pad_pairs(static_argument(pad_width, "pad", "pad_width"), len(shape))
+    if callable(mode):
+        raise NotImplementedError("fgrad.numpy.pad does not support a function as `mode` under a transform")
+    if mode not in _PAD_KEYWORDS:
+        raise ValueError(f"mode '{mode}' is not supported")
+    unsupported = set(kwargs) - _PAD_KEYWORDS[mode]
+    if unsupported:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
+    if mode in ("linear_ramp", "maximum", "mean", "median", "minimum"):
+        raise NotImplementedError(
+            f"fgrad.numpy.pad does not support mode '{mode}' yet; the supported modes are 'constant', "
+            "'edge', 'reflect', 'symmetric', 'wrap' and 'empty'"
+        )
+    if kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError("fgrad.numpy.pad supports reflect_type='even' only")
+    if mode in ("constant", "empty"):
+        return _pad_constant(x, widths, kwargs.get("constant_values", 0))
+    for ax, (before, after) in enumerate(widths):
+        if shape[ax] == 0 and (before or after):
+            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
+    for ax, (before, after) in enumerate(widths):
+        if before or after:
+            # NumPy pads the positions 0..n-1 as it would the values: that is the gather.
+            source = np.pad(np.arange(shape[ax]), (before, after), mode=mode)  # type: ignore[call-overload]
+            x = indexing.getitem(x, idx=StaticIndex((*(slice(None),) * ax, source)))
+    return x
+
+
+def diag(v: ArrayLike, k: int = 0) -> Array:
+    """numpy.diag: a 1-d `v` as the k-th diagonal of a square matrix, or the k-th diagonal
+    of a 2-d `v`.
+
+    >>> fnp.diag(np.array([1.0, 2.0]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.diag(v, k)
+    x = operand(v)
+    shape = shape_of(x)
+    if len(shape) == 2:
+        return diagonal(x, k)
+    if len(shape) != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n, m = shape[0], shape[0] + abs(k)
+    # In the flattened (m, m) matrix the diagonal is every (m + 1)-th element:
+    # a strided slice, whose transpose is a strided slice too.
+    start = k if k >= 0 else -k * m
+    flat = indexing.index_add(np.zeros(m * m, get_aval(x).dtype), x,
+                              idx=StaticIndex((slice(start, start + n * (m + 1), m + 1),)))
+    return shapes.reshape(flat, new_shape=(m, m))
+
+
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
+    """numpy.diagflat: the flattened `v` as the k-th diagonal of a square matrix.
+
+    >>> fnp.diagflat(np.ones((1, 2))).shape
+    (2, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.diagflat(v, k)
+    return diag(ravel(v), k)
+
+
+def _triangle(x: Any, keep: np.ndarray) -> Any:
+    return ew.where(keep, x, np.zeros((), get_aval(x).dtype))
+
+
+def tril(m: ArrayLike, k: int = 0) -> Array:
+    """numpy.tril: zeros above the k-th diagonal of the last two axes.
+
+    >>> fnp.tril(np.ones((2, 2)))
+    array([[1., 0.],
+           [1., 1.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.tril(m, k)
+    x = operand(m)
+    return _triangle(x, np.tri(*shape_of(x)[-2:], k=k, dtype=bool))  # type: ignore[call-overload]
+
+
+def triu(m: ArrayLike, k: int = 0) -> Array:
+    """numpy.triu: zeros below the k-th diagonal of the last two axes.
+
+    >>> fnp.triu(np.ones((2, 2)))
+    array([[1., 1.],
+           [0., 1.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.triu(m, k)
+    x = operand(m)
+    return _triangle(x, ~np.tri(*shape_of(x)[-2:], k=k - 1, dtype=bool))  # type: ignore[call-overload]
 
 
 def zeros_like(a: ArrayLike, dtype: Any = None) -> Array:
@@ -115,6 +386,7 @@ def zeros_like(a: ArrayLike, dtype: Any = None) -> Array:
 
 
 def ones_like(a: ArrayLike, dtype: Any = None) -> Array:
+    """numpy.ones_like: a constant of `a`'s shape and dtype."""
     aval = get_aval(a)
     return np.ones(aval.shape, dtype or aval.dtype)
 
@@ -129,5 +401,16 @@ def full(shape: int | Sequence[int], fill_value: ArrayLike, dtype: Any = None) -
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: Any = None) -> Array:
+    """numpy.full_like: `fill_value` in `a`'s shape (and dtype); a traced value keeps its derivative."""
     aval = get_aval(a)
     return full(aval.shape, fill_value, dtype=dtype or aval.dtype)
+
+
+def empty_like(prototype: ArrayLike, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: int | Sequence[int] | None = None, *, device: Any = None) -> Array:
+    """numpy.empty_like: a new array of the prototype's shape and dtype, contents unspecified
+    (zeros under a transform: a constant, with no derivative)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.empty_like(prototype, dtype, order, subok, shape, device=device)  # type: ignore[call-overload]
+    aval = get_aval(prototype)
+    return np.zeros(aval.shape if shape is None else shape, dtype or aval.dtype)

@@ -28,12 +28,33 @@ def _item(x: Any) -> Any:
     return x._concrete("item").item()
 
 
+def _in_place(name: str) -> Callable[..., Any]:
+    """ndarray.`name`, which changes the array and returns None: traced arrays refuse it
+    (returning a new array instead would leave the caller's array silently unchanged)."""
+
+    def method(x: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"ndarray.{name} {name}s in place, and traced arrays cannot be changed: use "
+            f"y = fnp.{name}(x) (import fgrad.numpy as fnp)"
+        )
+
+    return method
+
+
 _METHODS: dict[str, Callable[..., Any]] = {
     "sum": reductions.sum, "mean": reductions.mean, "max": reductions.max,
     "min": reductions.min, "reshape": _method_reshape, "transpose": _method_transpose,
     "squeeze": shaping.squeeze, "ravel": shaping.ravel, "flatten": shaping.ravel,
     "dot": products.dot, "astype": creation.astype, "item": _item,
     "copy": lambda x: x, "__array_namespace__": lambda x: None,
+    "clip": ufuncs.clip, "round": ufuncs.round, "conj": ufuncs.conj, "conjugate": ufuncs.conj,
+    "prod": reductions.prod, "var": reductions.var, "std": reductions.std,
+    "argmax": reductions.argmax, "argmin": reductions.argmin, "all": reductions.all,
+    "any": reductions.any, "cumsum": reductions.cumsum, "cumprod": reductions.cumprod,
+    "sort": _in_place("sort"), "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
+    "partition": _in_place("partition"), "argpartition": sorting.argpartition,
+    "take": indexing.take, "diagonal": indexing.diagonal, "trace": indexing.trace,
+    "repeat": shaping.repeat, "swapaxes": shaping.swapaxes,
 }
 
 def _reflected(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -47,7 +68,7 @@ def _reflected(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 # Python operators on tracers are the fgrad.numpy functions themselves (a
 # function on a class is a method: `x * y` calls multiply(x, y) directly).
 _OPERATORS: dict[str, Callable[..., Any]] = {
-    "__neg__": ufuncs.negative, "__pos__": lambda x: x, "__abs__": ufuncs.absolute,
+    "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
     "__add__": ufuncs.add, "__radd__": _reflected(ufuncs.add),
     "__sub__": ufuncs.subtract, "__rsub__": _reflected(ufuncs.subtract),
     "__mul__": ufuncs.multiply, "__rmul__": _reflected(ufuncs.multiply),
@@ -56,11 +77,19 @@ _OPERATORS: dict[str, Callable[..., Any]] = {
     "__matmul__": products.matmul, "__rmatmul__": _reflected(products.matmul),
     "__lt__": ufuncs.less, "__le__": ufuncs.less_equal,
     "__gt__": ufuncs.greater, "__ge__": ufuncs.greater_equal,
+    "__floordiv__": ufuncs.floor_divide, "__rfloordiv__": _reflected(ufuncs.floor_divide),
+    "__mod__": ufuncs.remainder, "__rmod__": _reflected(ufuncs.remainder),
+    "__divmod__": ufuncs.divmod, "__rdivmod__": _reflected(ufuncs.divmod),
+    "__and__": ufuncs.bitwise_and, "__rand__": _reflected(ufuncs.bitwise_and),
+    "__or__": ufuncs.bitwise_or, "__ror__": _reflected(ufuncs.bitwise_or),
+    "__xor__": ufuncs.bitwise_xor, "__rxor__": _reflected(ufuncs.bitwise_xor),
+    "__invert__": ufuncs.invert,
 }
 for _name, _fn in _OPERATORS.items():
     setattr(Tracer, _name, _fn)
 
 array_ops.update({
+    "real": ufuncs.real, "imag": ufuncs.imag, "at": indexing.at,
     "equal": ufuncs.equal, "not_equal": ufuncs.not_equal, "getitem": indexing.getitem,
     "transpose": shaping.transpose,
 })
@@ -69,7 +98,7 @@ array_ops.update({"method:" + name: fn for name, fn in _METHODS.items()})
 # The NumPy functions a traced value answers, through __array_ufunc__ and
 # __array_function__: each public function of a module below answers the NumPy
 # function of the same name in the matching NumPy namespace.
-_UFUNCS: dict[Any, Callable[..., Any]] = {np.positive: lambda x: x}
+_UFUNCS: dict[Any, Callable[..., Any]] = {}
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
 }

@@ -1,41 +1,70 @@
 """Indexing traced arrays: `x[idx]` with NumPy's basic indexing (ints, slices,
-None, Ellipsis) and concrete integer or boolean arrays."""
+None, Ellipsis) and concrete integer or boolean arrays; take,
+take_along_axis, diagonal, trace; and functional updates, ``at(x)[idx].set(v)``,
+which return a new array and leave x unchanged. (``x.at[idx]`` works on traced
+values only, NumPy arrays having no ``.at``: write ``at(x)[idx]`` in code that
+may see either.)
+
+Indices are static: they are parameters of the getitem and scatter primitives,
+known when a function is traced. An index that is itself traced (under vmap
+over the indices, or make_jaxpr) has no concrete value and is refused with an
+error saying so; a gather with traced indices is a later feature.
+"""
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.trace import Tracer
-from ..primitives import indexing
-from ..primitives.indexing import StaticIndex
-from .operands import Array, ArrayLike, operand
+from ..core.avals import ShapedArray, get_aval
+from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..primitives import elementwise as ew
+from ..primitives import indexing, reductions, shapes
+from ..primitives.indexing import StaticIndex, indexed_shape, stand_in
+from . import ufuncs
+from .operands import Array, ArrayLike, check_no_out, concrete_value, operand, shape_of
 
-__all__: list[str] = []  # indexing is reached through x[idx]
+__all__ = ["take", "take_along_axis", "diagonal", "trace", "at"]
 
+
+def static_index_array(x: Any, what: str = "index") -> Any:
+    """`x` with its concrete value in place of any tracer (through grad's
+    tracers, which carry one); a clear error for an abstract one."""
+    return concrete_value(
+        x,
+        f"The {what} is a traced value ({{aval}} under `{{transform}}`), but fgrad needs indices as "
+        "concrete values when it traces a function: they fix the shape of the result. Indexing with "
+        "traced integer arrays (a dynamic gather, e.g. vmap over the indices, or make_jaxpr with the "
+        "indices as an argument) is not supported yet. Pass the indices as a constant instead (close "
+        "over them, or use functools.partial), or select with fgrad.numpy.where.",
+    )
 
 
 def _index_entry(i: Any) -> Any:
     if i is None or i is Ellipsis:
         return i
     if isinstance(i, slice):
-        return slice(*(None if v is None else operator.index(v) for v in (i.start, i.stop, i.step)))
+        return slice(*(None if v is None else operator.index(static_index_array(v))
+                       for v in (i.start, i.stop, i.step)))
     if isinstance(i, (bool, np.bool_)):
         return np.asarray(i)
     if isinstance(i, (int, np.integer)):
         return int(i)
-    if isinstance(i, Tracer):
-        if i.ndim == 0 and i.dtype.kind in "iu":
-            return operator.index(i)  # needs a concrete value
-        i = i._concrete("index")
+    i = static_index_array(i)
     arr = np.asarray(i)
+    if arr.size == 0 and isinstance(i, (list, tuple)):  # NumPy's x[[]]: an empty integer index
+        arr = arr.astype(np.intp)
     if arr.dtype.kind not in "iub":
         raise IndexError(
             "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer "
             f"or boolean arrays are valid indices, got {type(i).__name__} of dtype {arr.dtype}"
         )
+    if arr.ndim == 0 and arr.dtype.kind in "iu":
+        return int(arr)
     return arr
 
 
@@ -48,3 +77,328 @@ def static_index(idx: Any) -> StaticIndex:
 def getitem(x: ArrayLike, idx: Any) -> Array:
     """`x[idx]` for a traced `x`."""
     return indexing.getitem(operand(x), idx=static_index(idx))
+
+
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
+         mode: str = "raise") -> Array:
+    """numpy.take: the elements at `indices` along `axis` (axis None: of the flattened array);
+    mode 'raise' (bounds-checked, negative indices count from the end), 'wrap' or 'clip'.
+
+    >>> fnp.take(np.array([1.0, 2.0, 3.0]), [2, 0])
+    array([3., 1.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.take(a, indices, axis=axis, out=out, mode=mode)  # type: ignore[call-overload]
+    check_no_out(out, "take")
+    x = operand(a)
+    indices = static_index_array(indices, "indices")
+    given = shape_of(x)
+    if axis is None:
+        x = shapes.reshape(x, new_shape=(get_aval(x).size,))
+    shape = shape_of(x)
+    ax = normalize_axis_index(0 if axis is None else axis, len(shape))
+    # NumPy itself converts, wraps, clips or bounds-checks the indices.
+    try:
+        positions = np.take(np.arange(shape[ax]), indices, mode=mode)  # type: ignore[call-overload]
+    except IndexError:  # NumPy's error naming the axis and size of `a`, not of the positions
+        np.take(stand_in(given), indices, axis=axis, mode=mode)  # type: ignore[call-overload]
+        raise
+    entry = int(positions) if positions.ndim == 0 else positions
+    return indexing.getitem(x, idx=StaticIndex((*(slice(None),) * ax, entry)))
+
+
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -> Array:
+    """numpy.take_along_axis: pick along `axis` by `indices` of the same rank (other axes
+    broadcast), as argsort or argmax with keepdims give them.
+
+    >>> fnp.take_along_axis(np.array([[3.0, 1.0], [2.0, 4.0]]), np.array([[1], [0]]), axis=1)
+    array([[1.],
+           [2.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.take_along_axis(arr, indices, axis)
+    x = operand(arr)
+    ind = np.asarray(static_index_array(indices, "indices"))
+    np.take_along_axis(stand_in(shape_of(x)), ind, axis)  # NumPy's checks and errors
+    if axis is None:
+        x = shapes.reshape(x, new_shape=(get_aval(x).size,))
+    shape = shape_of(x)
+    ax = 0 if axis is None else normalize_axis_index(axis, len(shape))
+    fancy = []
+    for dim, n in enumerate(shape):
+        if dim == ax:
+            fancy.append(ind)
+        else:  # this axis's positions, shaped to broadcast along it
+            fancy.append(np.arange(n).reshape((1,) * dim + (n,) + (1,) * (len(shape) - dim - 1)))
+    return indexing.getitem(x, idx=StaticIndex(fancy))
+
+
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
+    """numpy.diagonal: the elements ``a[..., i, i + offset]`` of the plane (axis1, axis2), as
+    the last axis of the result.
+
+    >>> fnp.diagonal(np.arange(9.0).reshape(3, 3), offset=1)
+    array([1., 5.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.diagonal(a, offset, axis1, axis2)
+    x = operand(a)
+    shape = shape_of(x)
+    length = np.diagonal(stand_in(shape), offset, axis1, axis2).shape[-1]  # NumPy's checks and errors
+    i, j = normalize_axis_index(axis1, len(shape)), normalize_axis_index(axis2, len(shape))
+    perm = [k for k in range(len(shape)) if k not in (i, j)] + [i, j]
+    if perm != list(range(len(shape))):
+        x = shapes.transpose(x, axes=tuple(perm))
+    *lead, rows, cols = shape_of(x)
+    # The diagonal of a (rows, cols) block, flattened, is every (cols + 1)-th
+    # element from the first one: a strided slice, which has a cheap transpose.
+    start = offset if offset >= 0 else -offset * cols
+    flat = shapes.reshape(x, new_shape=(*lead, rows * cols))
+    step = StaticIndex((Ellipsis, slice(start, start + length * (cols + 1), cols + 1)))
+    return indexing.getitem(flat, idx=step)
+
+
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+          out: None = None) -> Array:
+    """numpy.trace: the sum along a diagonal (see diagonal); NumPy's sum dtype.
+
+    >>> fnp.trace(np.eye(3))
+    np.float64(3.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.trace(a, offset, axis1, axis2, dtype, out)
+    check_no_out(out, "trace")
+    diag = diagonal(a, offset, axis1, axis2)
+    if dtype is not None and get_aval(diag).dtype != np.dtype(dtype):
+        diag = ew.convert_element_type(diag, new_dtype=np.dtype(dtype))
+    return reductions.reduce_sum(diag, axes=(len(shape_of(diag)) - 1,))
+
+
+# --- functional updates ---------------------------------------------------------
+
+
+# JAX's out-of-bound modes; fgrad supports those of the first group.
+_MODES = (None, "promise_in_bounds", "clip")
+_UNSUPPORTED_MODES = ("drop", "fill")
+
+
+def _axes_taken(entry: Any) -> int:
+    """How many axes of the indexed array an index entry (not Ellipsis) consumes."""
+    if entry is None:
+        return 0
+    if isinstance(entry, np.ndarray) and entry.dtype == bool:
+        return entry.ndim
+    return 1
+
+
+def _clipped(idx: StaticIndex, shape: tuple[int, ...]) -> StaticIndex:
+    """`idx` with its integer entries (ints and integer arrays) clamped into their
+    axis, as JAX's mode='clip': a negative index counts from the end once, then
+    anything still out of range goes to the nearest end."""
+    out, axis = [], 0
+    for e in idx:
+        if e is Ellipsis:
+            axis += len(shape) - sum(_axes_taken(other) for other in idx if other is not Ellipsis)
+        elif _is_integer_entry(e) and axis < len(shape) and shape[axis]:
+            n = shape[axis]
+            clamped = np.clip(np.where(e < 0, e + n, e), 0, n - 1)
+            e = int(clamped) if clamped.ndim == 0 else clamped
+        if e is not Ellipsis:
+            axis += _axes_taken(e)
+        out.append(e)
+    return StaticIndex(out)
+
+
+def _is_integer_entry(entry: Any) -> bool:
+    return isinstance(entry, int) or (isinstance(entry, np.ndarray) and entry.dtype.kind in "iu")
+
+
+class IndexUpdateRef:
+    """``at(x)[idx]``: the updates of `x` at `idx`, each returning a new array.
+
+    Where an integer-array index selects an element several times, `add`,
+    `multiply`, `divide`, `power`, `min`, `max` and `apply` apply every update
+    (like ``numpy.ufunc.at``; divide divides by the product of the values);
+    `set` keeps the last write in NumPy's order of assignment (for a 1-d
+    index, the last occurrence), and only that write has a derivative. Values
+    are cast to x's dtype, as JAX does, and broadcast to the selected shape.
+
+    The keywords of JAX's methods: `indices_are_sorted` and `unique_indices`
+    are hints, accepted and ignored; `mode` may be None or "promise_in_bounds"
+    (an index out of bounds raises NumPy's IndexError) or "clip" (indices
+    clamped into bounds); "drop", "fill" and `fill_value` are not supported.
+    """
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array: Any, index: Any) -> None:
+        self.array = array
+        self.index = index
+
+    def _static_index(self, method: str, mode: str | None, fill_value: Any = None) -> StaticIndex:
+        if mode in _UNSUPPORTED_MODES or fill_value is not None:
+            given = f"mode={mode!r}" if mode in _UNSUPPORTED_MODES else "fill_value"
+            raise TypeError(
+                f"at[...].{method}() got {given}, which fgrad does not support: out-of-bound indices "
+                "raise NumPy's IndexError, or with mode='clip' are clamped into bounds (mode may be "
+                "None, 'promise_in_bounds' or 'clip')"
+            )
+        if mode not in _MODES:
+            raise ValueError(f"at[...].{method}(): invalid mode {mode!r}; fgrad supports None, "
+                             "'promise_in_bounds' and 'clip'")
+        idx = static_index(self.index)
+        return _clipped(idx, shape_of(self.array)) if mode == "clip" else idx
+
+    def _values(self, values: ArrayLike, aval: ShapedArray, target: tuple[int, ...]) -> Any:
+        """`values` cast to x's dtype, a leading axis of size 1 dropped as NumPy does."""
+        v = operand(values)
+        v_aval = get_aval(v)
+        if v_aval.dtype != aval.dtype:
+            v = ew.convert_element_type(v, new_dtype=aval.dtype)
+        extra = len(v_aval.shape) - len(target)
+        if extra > 0 and all(n == 1 for n in v_aval.shape[:extra]):
+            v = shapes.reshape(v, new_shape=v_aval.shape[extra:])
+        return v
+
+    def _update(self, prim: Primitive, values: ArrayLike, method: str, mode: str | None) -> Array:
+        x = operand(self.array)
+        idx = self._static_index(method, mode)
+        aval = get_aval(x).strip_weak_type()
+        v = self._values(values, aval, indexed_shape(aval.shape, idx))
+        prim.abstract_eval(aval, get_aval(v), idx=idx)  # the same shape check with or without a transform
+        return prim.bind(x, v, idx=idx)
+
+    def _each_occurrence(self, fn: Callable[..., Any], values: ArrayLike | None, method: str,
+                         mode: str | None) -> Array:
+        """x with ``x[idx] = fn(x[idx])`` (or ``fn(x[idx], values)``), applied again for
+        each further selection of an element, in NumPy's order (as ufunc.at)."""
+        x = operand(self.array)
+        idx = self._static_index(method, mode)
+        aval = get_aval(x).strip_weak_type()
+        target = indexed_shape(aval.shape, idx)
+        v = None
+        if values is not None:
+            v = self._values(values, aval, target)
+            if not indexing.broadcasts_to(get_aval(v).shape, target):  # (power is the one with values)
+                raise ValueError(f"cannot raise to the power of values of shape {get_aval(v).shape} at an "
+                                 f"index selecting shape {target}")
+
+        def update(x: Any, at: StaticIndex, v: Any) -> Any:
+            new = fn(indexing.getitem(x, idx=at)) if v is None else fn(indexing.getitem(x, idx=at), v)
+            if get_aval(new).dtype != aval.dtype:
+                new = ew.convert_element_type(new, new_dtype=aval.dtype)
+            return indexing.index_set(x, new, idx=at)
+
+        rounds = indexing.occurrence_rounds(aval.shape, idx)
+        if rounds is None:  # each element selected once at most
+            return update(x, idx, v)
+        # Round r updates the r-th selection of each element, in the flattened x.
+        where, groups = rounds
+        flat = shapes.reshape(x, new_shape=(aval.size,))
+        if v is not None:
+            if get_aval(v).shape != target:
+                v = shapes.broadcast_to(v, shape=target)
+            v = shapes.reshape(v, new_shape=(len(where),))
+        for group in groups:
+            v_round = None if v is None else indexing.getitem(v, idx=StaticIndex((group,)))
+            flat = update(flat, StaticIndex((where[group],)), v_round)
+        return shapes.reshape(flat, new_shape=aval.shape)
+
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: str | None = None,
+            fill_value: Any = None) -> Array:
+        """``x[idx]`` (a copy, not a view)."""
+        x = operand(self.array)
+        idx = self._static_index("get", mode, fill_value)
+        if ctx.trace is EVAL_TRACE:
+            out = np.asarray(x)[tuple(idx)]
+            return out.copy() if isinstance(out, np.ndarray) else out
+        return indexing.getitem(x, idx=idx)
+
+    def set(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] = values``."""
+        return self._update(indexing.index_set_p, values, "set", mode)
+
+    def add(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] += values``, repeated indices accumulating."""
+        return self._update(indexing.index_add_p, values, "add", mode)
+
+    def subtract(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                 mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] -= values``, repeated indices accumulating."""
+        return self._update(indexing.index_add_p, ew.neg(operand(values)), "subtract", mode)
+
+    def multiply(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                 mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] *= values``, repeated indices accumulating."""
+        return self._update(indexing.index_mul_p, values, "multiply", mode)
+
+    def divide(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+               mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] /= values``, for float and complex arrays: x divided by
+        ones multiplied by the values at idx, as JAX does (an element selected twice is
+        divided by the product of its values)."""
+        x = operand(self.array)
+        aval = get_aval(x).strip_weak_type()
+        if aval.dtype.kind not in "fc":
+            raise TypeError("at[...].divide needs a float or complex array; convert it with astype first")
+        ones = shapes.broadcast_to(np.ones((), aval.dtype), shape=aval.shape)
+        divisors = IndexUpdateRef(ones, self.index)._update(indexing.index_mul_p, values, "divide", mode)
+        return ew.div(x, divisors)
+
+    def power(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+              mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] **= values`` (an element selected twice is raised to
+        each of its values in turn, as numpy.power.at)."""
+        return self._each_occurrence(ufuncs.power, values, "power", mode)
+
+    def min(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] = minimum(x[idx], values)``; ties share the derivative."""
+        return self._update(indexing.index_min_p, values, "min", mode)
+
+    def max(self, values: ArrayLike, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] = maximum(x[idx], values)``; ties share the derivative."""
+        return self._update(indexing.index_max_p, values, "max", mode)
+
+    def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: str | None = None) -> Array:
+        """A copy of x with ``x[idx] = func(x[idx])`` for a unary function of fgrad.numpy
+        (or a NumPy ufunc), applied once per selection of an element, as ``func.at(x, idx)``.
+
+        >>> fnp.at(np.array([0.0, 1.0]))[np.array([1, 1])].apply(fnp.exp)[1] == np.exp(np.exp(1.0))
+        np.True_
+        """
+        return self._each_occurrence(func, None, "apply", mode)
+
+    def __repr__(self) -> str:
+        return f"at({type(self.array).__name__})[{self.index!r}]"
+
+
+class IndexUpdateHelper:
+    """``at(x)``: index it to get the functional updates of x at that index."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __getitem__(self, index: Any) -> IndexUpdateRef:
+        return IndexUpdateRef(self.array, index)
+
+
+def at(x: ArrayLike) -> IndexUpdateHelper:
+    """Functional updates of `x` (JAX's ``x.at``), for NumPy arrays and traced values alike:
+    each returns a new array and leaves `x` unchanged. Prefer ``fnp.at(x)[idx]`` to
+    ``x.at[idx]`` in code that may receive plain NumPy arrays (an argument not
+    differentiated, say): ``numpy.ndarray`` has no ``.at``, only traced values do.
+
+    >>> x = np.zeros(3)
+    >>> fnp.at(x)[np.array([0, 0, 2])].add(1.0)
+    array([2., 0., 1.])
+    >>> x
+    array([0., 0., 0.])
+    """
+    return IndexUpdateHelper(x)

@@ -1,5 +1,6 @@
 """What fgrad.numpy accepts: the `ArrayLike`/`Array` aliases, conversion of
-operands under a transform, and axis normalization.
+operands under a transform, axis normalization, the concrete values of
+arguments that fix a result's shape, and the refusal of `out=`.
 
 Every public function starts with the fast path: with no transform active
 (`ctx.trace is EVAL_TRACE`) it calls NumPy directly.
@@ -11,12 +12,15 @@ from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..core.avals import get_aval
+from ..core.errors import ConcretizationTypeError
 from ..core.trace import Tracer, passthrough_types
 
 __all__ = [
-    "Array", "ArrayLike", "DIRECT_TYPES", "operand", "normalize_axes", "shape_of", "ndim_of",
+    "Array", "ArrayLike", "DIRECT_TYPES", "operand", "normalize_axes", "axes_in_order", "shape_of", "ndim_of",
+    "concrete_value", "static_argument", "check_no_out",
 ]
 
 #: What fgrad.numpy functions return: a NumPy array or scalar, or a tracer
@@ -78,3 +82,53 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis in {axis!r}")
     return tuple(sorted(out))
+
+
+def axes_in_order(axis: int | Sequence[int], ndim: int, argname: str | None = None) -> tuple[int, ...]:
+    """`axis` as non-negative ints in the order given (NumPy's normalize_axis_tuple:
+    its AxisError, and a ValueError for a repeated axis)."""
+    return tuple(normalize_axis_tuple(axis, ndim, argname))
+
+
+def concrete_value(x: Any, message: str | None) -> Any:
+    """`x` with the concrete value in place of each tracer (also inside lists,
+    tuples and dicts): the tracers of grad, jvp and vjp carry one. Where no transform
+    knows it (make_jaxpr, jit, vmap): None if `message` is None, else a
+    ConcretizationTypeError with `message`, in which ``{aval}`` and
+    ``{transform}`` stand for the traced value's type and its transform."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(concrete_value(v, message) for v in x)
+    if isinstance(x, dict):
+        return {k: concrete_value(v, message) for k, v in x.items()}
+    while isinstance(x, Tracer):
+        try:
+            x = x._concrete("value")
+        except ConcretizationTypeError as err:
+            if message is None:
+                return None
+            raise ConcretizationTypeError(
+                message.format(aval=x.aval.str_short(), transform=x._trace.transform)
+            ) from err
+    return x
+
+
+def static_argument(x: Any, function: str, argument: str) -> Any:
+    """The concrete value of `argument` of fgrad.numpy.`function`, an argument that
+    fixes the shape or arrangement of the result (a shift, repeat count, pad
+    width), with an error naming it when only its type is known."""
+    return concrete_value(
+        x,
+        f"fgrad.numpy.{function} needs `{argument}` as a concrete value: it fixes the shape or the "
+        f"arrangement of the result, but it is a traced {{aval}} value under `{{transform}}`, where only "
+        "its type is known. Pass it as a constant (a Python int or NumPy array the function closes "
+        "over, functools.partial, or jit's static_argnums) rather than as a traced argument.",
+    )
+
+
+def check_no_out(out: Any, function: str) -> None:
+    """The TypeError for `out=` given to fgrad.numpy.`function` under a transform."""
+    if out is not None:
+        raise TypeError(
+            f"fgrad.numpy.{function} got out=, which is not supported under a transform: traced "
+            "arrays cannot be written to. Use the returned value instead."
+        )

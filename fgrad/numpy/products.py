@@ -1,35 +1,401 @@
-"""Products of arrays: matmul and dot."""
+"""Products of arrays: matmul, dot, vdot, inner, outer, tensordot, einsum,
+kron and vecdot.
+
+Two primitives do the work: `matmul` (BLAS, for everything that is a matrix
+product after a transpose and a reshape: dot, inner, tensordot) and `einsum`
+(any subscripts). Outer products and kron are elementwise products of
+reshaped operands.
+"""
 
 from __future__ import annotations
 
+import math
+import string
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
+from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import elementwise as ew
-from ..primitives import linalg
-from .operands import Array, ArrayLike, ndim_of, operand
+from ..primitives import linalg, shapes
+from ..primitives import reductions as red
+from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
 
-__all__ = ["matmul", "dot"]
+__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "vecdot"]
+
+
+def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
+    return x if shape_of(x) == shape else shapes.reshape(x, new_shape=shape)
+
+
+def _transpose(x: Any, perm: Sequence[int]) -> Any:
+    perm = tuple(perm)
+    return x if perm == tuple(range(len(perm))) else shapes.transpose(x, axes=perm)
+
+
+def _strong(x: Any) -> Any:
+    """`x` as an operand, a Python scalar as a NumPy array: numpy.dot and
+    numpy.inner convert their operands with asarray, so that a Python float
+    is float64 there, not a weak scalar (``dot(float32_array, 2.0)`` is float64)."""
+    return np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
+
+
+def _no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(f"fgrad.numpy.{name} does not support out= under a transform (arrays are immutable)")
 
 
 def matmul(a: ArrayLike, b: ArrayLike, /) -> Array:
-    """numpy.matmul (the `@` operator): stacks of matrices, 1-d operands promoted."""
+    """numpy.matmul (the `@` operator): stacks of matrices, 1-d operands promoted.
+
+    >>> matmul(np.eye(2), [1.0, 2.0])
+    array([1., 2.])
+    """
     if ctx.trace is EVAL_TRACE:
         return np.matmul(a, b)
     return linalg.matmul(operand(a), operand(b))
 
 
-def dot(a: ArrayLike, b: ArrayLike) -> Array:
-    """numpy.dot: a product of scalars, an inner product of vectors, or a matrix
-    product (contracting the last axis of `a` with the first of a matrix `b`)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.dot(a, b)
-    a, b = operand(a), operand(b)
-    if ndim_of(a) == 0 or ndim_of(b) == 0:
-        return ew.mul(a, b)
-    if ndim_of(b) <= 2:
-        return linalg.matmul(a, b)
-    raise NotImplementedError(
-        "fgrad.numpy.dot with a second operand of more than 2 dimensions is not supported "
-        "yet; use fgrad.numpy.matmul (which treats it as a stack of matrices) instead"
+def _not_aligned(a_shape: tuple[int, ...], b_shape: tuple[int, ...], i: int, j: int) -> ValueError:
+    return ValueError(
+        f"shapes {a_shape} and {b_shape} not aligned: {a_shape[i]} (dim {i}) != {b_shape[j]} (dim {j})"
     )
+
+
+def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
+    """numpy.dot: a product with a scalar, an inner product of vectors, a matrix
+    product, or for N-d operands a sum over the last axis of `a` and the
+    second-to-last of `b`.
+
+    >>> dot(np.ones((2, 3)), np.ones((4, 3, 5))).shape
+    (2, 4, 5)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.dot(a, b, out)
+    _no_out("dot", out)
+    a, b = _strong(a), _strong(b)
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    if not a_shape or not b_shape:
+        return ew.mul(a, b)
+    k = len(b_shape) - 2 if len(b_shape) > 1 else 0
+    if a_shape[-1] != b_shape[k]:
+        raise _not_aligned(a_shape, b_shape, len(a_shape) - 1, k)
+    if len(b_shape) <= 2:
+        return linalg.matmul(a, b)
+    return _tensordot(a, b, (len(a_shape) - 1,), (k,))
+
+
+def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
+    """numpy.vdot: the dot product of the flattened arrays, the first conjugated.
+
+    >>> vdot([[1.0, 2.0]], [3.0, 4.0])
+    np.float64(11.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.vdot(a, b)
+    a, b = operand(a), operand(b)
+    if get_aval(a).dtype.kind == "c":
+        a = ew.conj(a)
+    n, m = math.prod(shape_of(a)), math.prod(shape_of(b))
+    if n != m:
+        raise ValueError(f"vdot: the vectors have different lengths ({n} and {m})")
+    return linalg.matmul(_reshape(a, (n,)), _reshape(b, (m,)))
+
+
+def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
+    """numpy.inner: the sum over the last axes of `a` and `b` (a product if one is 0-d).
+
+    >>> inner(np.ones((2, 3)), np.ones((4, 3))).shape
+    (2, 4)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.inner(a, b)
+    a, b = _strong(a), _strong(b)
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    if not a_shape or not b_shape:
+        return ew.mul(a, b)
+    if a_shape[-1] != b_shape[-1]:
+        raise _not_aligned(a_shape, b_shape, len(a_shape) - 1, len(b_shape) - 1)
+    if len(b_shape) == 1:
+        return linalg.matmul(a, b)
+    return _tensordot(a, b, (len(a_shape) - 1,), (len(b_shape) - 1,))
+
+
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
+    """numpy.outer: ``out[i, j] = a.ravel()[i] * b.ravel()[j]``.
+
+    >>> outer([1.0, 2.0], [1.0, 10.0, 100.0]).shape
+    (2, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.outer(a, b, out)
+    _no_out("outer", out)
+    a, b = operand(a), operand(b)
+    n, m = math.prod(shape_of(a)), math.prod(shape_of(b))
+    return ew.mul(_reshape(a, (n, 1)), _reshape(b, (m,)))
+
+
+def _tensordot(a: Any, b: Any, axes_a: tuple[int, ...], axes_b: tuple[int, ...]) -> Any:
+    """The contraction of `axes_a` of `a` with `axes_b` of `b` as one matrix
+    product: contracted axes moved last in `a` and first in `b`, each side
+    flattened to a matrix."""
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    free_a = [i for i in range(len(a_shape)) if i not in axes_a]
+    free_b = [i for i in range(len(b_shape)) if i not in axes_b]
+    rows = tuple(a_shape[i] for i in free_a)
+    cols = tuple(b_shape[i] for i in free_b)
+    k = math.prod(a_shape[i] for i in axes_a)
+    a2 = _reshape(_transpose(a, free_a + list(axes_a)), (math.prod(rows), k))
+    b2 = _reshape(_transpose(b, list(axes_b) + free_b), (k, math.prod(cols)))
+    return _reshape(linalg.matmul(a2, b2), rows + cols)
+
+
+def ordered_axes(axes: int | Sequence[int], ndim: int) -> tuple[int, ...]:
+    """Axes as non-negative ints in the order given (unlike `normalize_axes`, which
+    sorts them); NumPy's AxisError for one out of range."""
+    axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    out = []
+    for ax in axes:
+        if not -ndim <= int(ax) < ndim:
+            raise np.exceptions.AxisError(int(ax), ndim)
+        out.append(int(ax) % ndim)
+    return tuple(out)
+
+
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Array:
+    """numpy.tensordot: the sum of products over the last `axes` axes of `a` and
+    the first of `b`, or over the axes ``axes = (axes_a, axes_b)`` name.
+
+    >>> tensordot(np.ones((2, 3, 4)), np.ones((4, 3)), axes=([1, 2], [1, 0])).shape
+    (2,)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.tensordot(a, b, axes)  # type: ignore[arg-type]
+    a, b = operand(a), operand(b)
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > len(a_shape) or n > len(b_shape):
+            raise ValueError(f"tensordot: axes={n} does not fit operands of shapes {a_shape} and {b_shape}")
+        axes_a, axes_b = tuple(range(len(a_shape) - n, len(a_shape))), tuple(range(n))
+    else:
+        try:
+            spec_a, spec_b = axes
+        except (TypeError, ValueError):
+            raise ValueError("tensordot: axes must be an int or a pair of sequences of axes") from None
+        axes_a, axes_b = ordered_axes(spec_a, len(a_shape)), ordered_axes(spec_b, len(b_shape))
+    if len(axes_a) != len(axes_b) or any(a_shape[i] != b_shape[j] for i, j in zip(axes_a, axes_b)):
+        raise ValueError("shape-mismatch for sum")
+    return _tensordot(a, b, axes_a, axes_b)
+
+
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
+    """numpy.kron: the Kronecker product, blocks of `b` scaled by the elements of `a`.
+
+    >>> kron(np.eye(2), np.ones((2, 2))).shape
+    (4, 4)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.kron(a, b)
+    a, b = operand(a), operand(b)
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    nd = max(len(a_shape), len(b_shape))
+    a_shape = (1,) * (nd - len(a_shape)) + a_shape
+    b_shape = (1,) * (nd - len(b_shape)) + b_shape
+    # Interleave the axes: a as (a0, 1, a1, 1, ...), b as (1, b0, 1, b1, ...).
+    a2 = _reshape(a, tuple(n for s in a_shape for n in (s, 1)))
+    b2 = _reshape(b, tuple(n for s in b_shape for n in (1, s)))
+    return _reshape(ew.mul(a2, b2), tuple(m * n for m, n in zip(a_shape, b_shape)))
+
+
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+    """numpy.vecdot: the dot product of vectors along `axis` (the first conjugated),
+    broadcast over the other axes.
+
+    >>> vecdot(np.ones((2, 3)), [1.0, 2.0, 3.0])
+    array([6., 6.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload]
+    x1, x2 = operand(x1), operand(x2)
+    if get_aval(x1).dtype.kind == "c":
+        x1 = ew.conj(x1)
+    s1, s2 = shape_of(x1), shape_of(x2)
+    if not s1 or not s2:
+        raise ValueError("vecdot: the operands must have at least one dimension")
+    (a1,), (a2,) = normalize_axes(axis, len(s1)), normalize_axes(axis, len(s2))
+    if s1[a1] != s2[a2]:
+        raise ValueError(f"vecdot: the vectors along axis {axis} differ in length ({s1[a1]} and {s2[a2]})")
+    x1, x2 = _transpose_last(x1, a1), _transpose_last(x2, a2)
+    prod = ew.mul(x1, x2)
+    out = red.reduce_sum(prod, axes=(len(shape_of(prod)) - 1,))
+    # NumPy's vecdot keeps the operands' dtype where sum would widen it: bool
+    # (any of the products), small integers (the sum wraps around the same way).
+    dtype = get_aval(prod).dtype
+    return out if get_aval(out).dtype == dtype else ew.convert_element_type(out, new_dtype=dtype)
+
+
+def _transpose_last(x: Any, axis: int) -> Any:
+    nd = len(shape_of(x))
+    return _transpose(x, [i for i in range(nd) if i != axis] + [axis])
+
+
+# --- einsum ----------------------------------------------------------------------
+
+_LETTERS = set(string.ascii_letters)
+
+
+def _sublist_letters(sublist: Sequence[Any]) -> str:
+    """NumPy's interleaved form: 0..25 are 'A'..'Z', 26..51 'a'..'z', Ellipsis '...'."""
+    out = ""
+    for s in sublist:
+        if s is Ellipsis:
+            out += "..."
+        elif isinstance(s, (int, np.integer)) and 0 <= s < 52:
+            out += chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26)
+        else:
+            raise ValueError(f"subscript {s!r} is not within the valid range [0, 52)")
+    return out
+
+
+def _einsum_arguments(args: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    if not args:
+        raise TypeError("einsum() needs at least the subscripts and one operand")
+    if isinstance(args[0], str):
+        return args[0], list(args[1:])
+    operands = list(args[0::2])
+    sublists = list(args[1::2])
+    output = None
+    if len(operands) > len(sublists):  # an odd count: the last one is the output's sublist
+        output = operands.pop()
+    subscripts = ",".join(_sublist_letters(s) for s in sublists)
+    if output is not None:
+        subscripts += "->" + _sublist_letters(output)
+    return subscripts, operands
+
+
+def _split_term(term: str, where: str) -> tuple[str, str]:
+    """The letters of a term before and after its '...' (all of them before, without one)."""
+    if term.count(".") not in (0, 3) or (term.count(".") == 3 and "..." not in term):
+        raise ValueError(
+            "einstein sum subscripts string contains a '.' that is not part of an ellipsis ('...') "
+            f"in {where}"
+        )
+    for c in term.replace("...", ""):
+        if c not in _LETTERS:
+            raise ValueError(
+                f"invalid subscript {c!r} in einstein sum subscripts string, subscripts must be letters"
+            )
+    return term.partition("...")[::2] if "..." in term else (term, "")
+
+
+def _normalize_einsum(subscripts: str, operands: list[Any]) -> tuple[str, list[Any]]:
+    """Explicit, letters-only subscripts for the einsum primitive: '...' expanded
+    to fresh letters, the implicit output spelled out, and axes of size 1 that
+    broadcast against a larger one dropped from their operand."""
+    subscripts = subscripts.replace(" ", "")
+    inputs, arrow, output = subscripts.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(
+            f"einsum: the subscripts {subscripts!r} name {len(terms)} operands, "
+            f"but {len(operands)} were given"
+        )
+    shapes_ = [shape_of(x) for x in operands]
+    used = set(subscripts)
+    fresh = [c for c in string.ascii_letters if c not in used]
+    parts = [_split_term(t, f"operand {k}") for k, t in enumerate(terms)]
+    ellipsis_ndims = []
+    for k, (term, (head, tail), shape) in enumerate(zip(terms, parts, shapes_)):
+        extra = len(shape) - len(head) - len(tail)
+        if extra < 0:
+            raise ValueError(f"einstein sum subscripts string contains too many subscripts for operand {k}")
+        if extra > 0 and "..." not in term:
+            raise ValueError(
+                "operand has more dimensions than subscripts given in einstein sum, but no '...' "
+                "ellipsis provided to broadcast the extra dimensions."
+            )
+        ellipsis_ndims.append(extra)
+    n_ell = max(ellipsis_ndims, default=0)
+    ell = "".join(fresh[:n_ell])
+    full = [h + ell[n_ell - e:] + t for (h, t), e in zip(parts, ellipsis_ndims)]
+    if arrow:
+        head, tail = _split_term(output, "the output")
+        if n_ell and "..." not in output:
+            raise ValueError(
+                "output has more dimensions than subscripts given in einstein sum, but no '...' "
+                "ellipsis provided to broadcast the extra dimensions."
+            )
+        out = head + (ell if "..." in output else "") + tail
+        for c in out:
+            if out.count(c) > 1:
+                raise ValueError(
+                    f"einstein sum subscripts string includes output subscript {c!r} multiple times"
+                )
+            if c not in "".join(full):
+                raise ValueError(
+                    f"einstein sum subscripts string included output subscript {c!r} which never appeared "
+                    "in an input"
+                )
+    else:
+        letters = "".join(h + t for h, t in parts)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    # Sizes per letter: a repeated letter in one operand must match exactly; across
+    # operands an axis of size 1 broadcasts (it is dropped from its operand).
+    sizes: dict[str, int] = {}
+    for k, (term, shape) in enumerate(zip(full, shapes_)):
+        for c, n in zip(term, shape):
+            first = shape[term.index(c)]
+            if n != first:
+                raise ValueError(
+                    f"dimensions in operand {k} for collapsing index {c!r} don't match ({first} != {n})"
+                )
+            known = sizes.setdefault(c, n)
+            if known == 1:
+                sizes[c] = n
+            elif n not in (1, known):
+                raise ValueError(
+                    "operands could not be broadcast together with remapped shapes "
+                    f"[original->remapped]: {' '.join(str(s) for s in shapes_)}"
+                )
+    new_terms, new_ops = [], []
+    for term, shape, x in zip(full, shapes_, operands):
+        keep = [i for i, c in enumerate(term) if shape[i] != 1 or sizes[c] == 1]
+        if len(keep) < len(term):
+            term = "".join(term[i] for i in keep)
+            x = _reshape(x, tuple(shape[i] for i in keep))
+        new_terms.append(term)
+        new_ops.append(x)
+    return ",".join(new_terms) + "->" + out, new_ops
+
+
+def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None,
+           order: str = "K", casting: str = "safe") -> Array:
+    """numpy.einsum: Einstein summation, with subscripts as a string (implicit or
+    explicit output, repeated letters, ``...``) or in NumPy's interleaved form.
+    `optimize` is accepted; under a transform fgrad plans contractions itself.
+
+    >>> einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4))).shape
+    (2, 4)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.einsum(  # type: ignore[call-overload]
+            *operands, out=out, optimize=optimize, dtype=dtype, order=order, casting=casting
+        )
+    _no_out("einsum", out)
+    subscripts, ops = _einsum_arguments(operands)
+    ops = [operand(x) for x in ops]
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        for x in ops:
+            if not np.can_cast(get_aval(x).dtype, dtype, casting=casting):  # type: ignore[arg-type]
+                raise TypeError(
+                    f"einsum: operand dtype {get_aval(x).dtype} cannot be cast to {dtype} "
+                    f"according to the rule {casting!r}"
+                )
+        ops = [ew.convert_element_type(x, new_dtype=dtype) for x in ops]
+    spec, ops = _normalize_einsum(subscripts, ops)
+    return linalg.einsum(*ops, subscripts=spec)
+

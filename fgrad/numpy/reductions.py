@@ -1,70 +1,543 @@
-"""Reductions: sum, mean, max, min (axis, keepdims) on the reduction primitives."""
+"""Reductions and cumulative operations: sum, prod, mean, var, std, max, min,
+ptp, argmax, argmin, all, any, count_nonzero, average, the NaN-ignoring
+nansum, nanmean, nanmax, nanmin, and cumsum, cumprod.
+
+Each is NumPy's function with its common arguments (axis, negative and tuples,
+keepdims, dtype, ddof; initial and where for sum, prod, max, min, all, any);
+`out=` is accepted with no transform active only, since traced arrays are
+immutable. The composites (mean, var, average, the nan family, ...) are
+written on the reduction primitives and need no rules.
+"""
 
 from __future__ import annotations
 
+import builtins
+import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..core.avals import get_aval, is_inexact_dtype
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import elementwise as ew
 from ..primitives import reductions as red
 from ..primitives import shapes
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
+from .operands import (
+    Array,
+    ArrayLike,
+    axes_in_order,
+    check_no_out,
+    concrete_value,
+    normalize_axes,
+    operand,
+    shape_of,
+)
+from .shaping import ravel
 
-__all__ = ["sum", "mean", "max", "min", "amax", "amin"]
+__all__ = [
+    "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "argmax", "argmin",
+    "all", "any", "count_nonzero", "average", "nansum", "nanmean", "nanmax", "nanmin", "cumsum", "cumprod",
+]
 
 Axis = int | Sequence[int] | None
 
 
-def _reduce(prim_fn: Any, a: Any, axis: Axis, keepdims: bool) -> Any:
+def _keep(out: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
+    return shapes.reshape(out, new_shape=red.kept_shape(shape, axes)) if keepdims else out
+
+
+def _reduction_axes(axis: Axis, ndim: int) -> tuple[int, ...]:
+    """`normalize_axes`, with the leniency of NumPy's ufunc reductions (sum, max, all,
+    ...; not mean or var): a 0-d array takes an int axis 0 or -1 as no axis."""
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim)
+
+
+# For each reduction taking initial= and where=: the value that leaves its
+# result unchanged (None: there is none, so `where` needs `initial`), how
+# `initial` joins the result, and NumPy's name of the operation.
+_IDENTITY_AND_JOIN: dict[Any, tuple[Any, Any, str]] = {
+    red.reduce_sum: (0, ew.add, "add"), red.reduce_prod: (1, ew.mul, "multiply"),
+    red.reduce_max: (None, ew.maximum, "maximum"), red.reduce_min: (None, ew.minimum, "minimum"),
+    red.reduce_and: (True, None, "logical_and"), red.reduce_or: (False, None, "logical_or"),
+}
+
+
+def _masked(a: Any, where: Any, fill: Any) -> Any:
+    """`a` with `fill` where the mask `where` (broadcast to a's shape, as NumPy's) is False."""
+    mask = operand(where)
+    mask_dtype = get_aval(mask).dtype
+    if mask_dtype != np.bool_:
+        if not isinstance(where, int):  # NumPy takes a Python int, not an array of another dtype
+            raise TypeError(f"Cannot cast array data from {mask_dtype!r} to dtype('bool') according to the "
+                            "rule 'safe'")
+        mask = bool(where)
+    shape, mask_shape = shape_of(a), shape_of(mask)
+    if len(mask_shape) > len(shape):
+        raise ValueError("input operand has more dimensions than allowed by the axis remapping")
+    if builtins.any(m not in (1, n) for m, n in zip(mask_shape[::-1], shape[::-1])):
+        raise ValueError("operands could not be broadcast together with remapped shapes "
+                         f"[original->remapped]: {shape} {mask_shape}")
+    return ew.where(mask, a, _astype(operand(fill), get_aval(a).dtype))
+
+
+def _given(initial: Any, where: Any) -> dict[str, Any]:
+    """NumPy's keywords `initial` and `where`, those given only: NumPy sums another
+    way (not pairwise) when `where` is passed at all."""
+    given: dict[str, Any] = {} if initial is None else {"initial": initial}
+    if where is not True:
+        given["where"] = where
+    return given
+
+
+def _reduce(prim_fn: Any, a: Any, axis: Axis, keepdims: bool, dtype: Any = None, initial: Any = None,
+            where: Any = True) -> Any:
+    """`prim_fn` over `axis` of `a`, computed in `dtype` and returning it (NumPy's `dtype=`),
+    joined with `initial`, over the elements where `where` is True."""
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        a = _astype(a, dtype)
+    shape = shape_of(a)
+    axes = _reduction_axes(axis, len(shape))
+    identity, join, name = _IDENTITY_AND_JOIN[prim_fn]
+    if where is not True:
+        if identity is None and initial is None:
+            raise ValueError(f"reduction operation '{name}' does not have an identity, so to use a where "
+                             "mask one has to specify 'initial'")
+        a = _masked(a, where, initial if identity is None else identity)
+    if initial is not None and identity is None and builtins.any(shape[i] == 0 for i in axes):
+        # max or min of no elements: the initial value alone
+        kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+        out = shapes.broadcast_to(_astype(operand(initial), get_aval(a).dtype), shape=kept)
+    else:
+        out = prim_fn(a, axes=axes)
+        if initial is not None:
+            out = join(out, _astype(operand(initial), get_aval(out).dtype))
+    out = _keep(out, shape, axes, keepdims)
+    return out if dtype is None else _astype(out, dtype)
+
+
+def _astype(x: Any, dtype: np.dtype) -> Any:
+    return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, new_dtype=dtype)
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return math.prod(shape[i] for i in axes)
+
+
+def _isnan(x: Any) -> Any:
+    return ew.ne(x, x)  # NaN is the only value not equal to itself
+
+
+def sum(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+    initial: Any = None, where: Any = True,
+) -> Array:
+    """numpy.sum over `axis` (all axes by default), plus `initial`, of the elements
+    where `where` is True.
+
+    >>> sum([[1.0, 2.0], [3.0, 4.0]], axis=-1)
+    array([3., 7.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        if initial is None and where is True:
+            return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **_given(initial, where))
+    check_no_out(out, "sum")
+    return _reduce(red.reduce_sum, operand(a), axis, keepdims, dtype, initial, where)
+
+
+def prod(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+    initial: Any = None, where: Any = True,
+) -> Array:
+    """numpy.prod over `axis` (times `initial`, of the elements where `where` is True);
+    its derivative is right with zeros among the elements (products of the other
+    elements, no division).
+
+    >>> prod([[1.0, 2.0], [3.0, 4.0]], axis=0)
+    array([3., 8.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        if initial is None and where is True:
+            return np.prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return np.prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **_given(initial, where))
+    check_no_out(out, "prod")
+    return _reduce(red.reduce_prod, operand(a), axis, keepdims, dtype, initial, where)
+
+
+_F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+
+
+def mean(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+) -> Array:
+    """numpy.mean: the sum divided by the number of elements reduced (summed in
+    float64 for integers and booleans and in float32 for float16, as NumPy does).
+
+    >>> mean([1, 2, 3, 4])
+    np.float64(2.5)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    check_no_out(out, "mean")
+    a = operand(a)
+    shape = shape_of(a)
+    count = _count(shape, normalize_axes(axis, len(shape)))
+    given = get_aval(a).dtype
+    if dtype is not None:
+        dtype = result_dtype = np.dtype(dtype)
+    elif given.kind in "biu":
+        dtype, result_dtype = _F64, None
+    elif given == _F16:
+        dtype, result_dtype = _F32, _F16
+    else:
+        result_dtype = None
+    result = ew.div(sum(a, axis=axis, dtype=dtype, keepdims=keepdims), count)
+    return result if result_dtype is None else _astype(result, result_dtype)
+
+
+def _as_inexact(a: Any, dtype: Any) -> Any:
+    """`a` in `dtype`, or as float64 if it is integer or boolean (NumPy's var and mean)."""
+    if dtype is not None:
+        return _astype(a, np.dtype(dtype))
+    return a if is_inexact_dtype(get_aval(a).dtype) else _astype(a, np.dtype(np.float64))
+
+
+def var(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+    keepdims: bool = False,
+) -> Array:
+    """numpy.var: the mean squared deviation from the mean, with `ddof` taken
+    from the count (ddof=1: the unbiased estimate).
+
+    >>> var([1.0, 2.0, 3.0, 4.0], ddof=1)
+    np.float64(1.6666666666666667)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    check_no_out(out, "var")
+    a = _as_inexact(operand(a), dtype)
     shape = shape_of(a)
     axes = normalize_axes(axis, len(shape))
-    out = prim_fn(a, axes=axes)
-    if keepdims:
-        out = shapes.reshape(out, new_shape=red.kept_shape(shape, axes))
-    return out
+    count = _count(shape, axes)
+    # NumPy's var takes the mean in the array's own dtype, float16 too (unlike mean).
+    center = _keep(ew.div(red.reduce_sum(a, axes=axes), count), shape, axes, True)
+    centered = ew.sub(a, center)
+    if get_aval(centered).dtype.kind == "c":
+        centered = ew.absolute(centered)
+    total = red.reduce_sum(ew.square(centered), axes=axes)
+    return _keep(ew.div(total, builtins.max(count - ddof, 0)), shape, axes, keepdims)
 
 
-def sum(a: ArrayLike, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
-    """numpy.sum over `axis` (all axes by default)."""
+def std(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+    keepdims: bool = False,
+) -> Array:
+    """numpy.std: the square root of `var` (its derivative is infinite where all
+    the elements reduced are equal).
+
+    >>> std([1.0, 3.0])
+    np.float64(1.0)
+    """
     if ctx.trace is EVAL_TRACE:
-        return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    a = operand(a)
-    if dtype is not None:
-        a = ew.convert_element_type(a, new_dtype=np.dtype(dtype))
-    return _reduce(red.reduce_sum, a, axis, keepdims)
+        return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    check_no_out(out, "std")
+    return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
 
-def mean(a: ArrayLike, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
-    """numpy.mean: the sum divided by the number of elements reduced."""
+def max(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
+        where: Any = True) -> Array:
+    """numpy.max (with `initial` among the elements; of the elements where `where` is
+    True, which needs `initial`); where several elements tie for the maximum, the
+    derivative is shared equally between them.
+
+    >>> max([[1.0, 5.0], [3.0, 2.0]], axis=1)
+    array([5., 3.])
+    """
     if ctx.trace is EVAL_TRACE:
-        return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    a = operand(a)
-    shape = shape_of(a)
-    count = int(np.prod([shape[i] for i in normalize_axes(axis, len(shape))], dtype=np.int64))
-    total = sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    out = ew.div(total, count)
-    if dtype is not None and out.dtype != np.dtype(dtype):
-        out = ew.convert_element_type(out, new_dtype=np.dtype(dtype))
-    return out
+        if initial is None and where is True:
+            return np.max(a, axis=axis, out=out, keepdims=keepdims)
+        return np.max(a, axis=axis, out=out, keepdims=keepdims, **_given(initial, where))
+    check_no_out(out, "max")
+    return _reduce(red.reduce_max, operand(a), axis, keepdims, None, initial, where)
 
 
-def max(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
-    """numpy.max; where several elements tie for the maximum, the derivative is
-    shared equally between them."""
+def min(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
+        where: Any = True) -> Array:
+    """numpy.min (`initial` and `where` as for max); ties share the derivative equally.
+
+    >>> min([[1.0, 5.0], [3.0, 2.0]], axis=1)
+    array([1., 2.])
+    """
     if ctx.trace is EVAL_TRACE:
-        return np.max(a, axis=axis, keepdims=keepdims)
-    return _reduce(red.reduce_max, operand(a), axis, keepdims)
-
-
-def min(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
-    """numpy.min; ties share the derivative equally."""
-    if ctx.trace is EVAL_TRACE:
-        return np.min(a, axis=axis, keepdims=keepdims)
-    return _reduce(red.reduce_min, operand(a), axis, keepdims)
+        if initial is None and where is True:
+            return np.min(a, axis=axis, out=out, keepdims=keepdims)
+        return np.min(a, axis=axis, out=out, keepdims=keepdims, **_given(initial, where))
+    check_no_out(out, "min")
+    return _reduce(red.reduce_min, operand(a), axis, keepdims, None, initial, where)
 
 
 amax = max
 amin = min
+
+
+def ptp(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False) -> Array:
+    """numpy.ptp ("peak to peak"): the maximum minus the minimum.
+
+    >>> ptp([[1.0, 5.0], [3.0, 2.0]], axis=0)
+    array([2., 3.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.ptp(a, axis=axis, out=out, keepdims=keepdims)
+    check_no_out(out, "ptp")
+    a = operand(a)
+    return ew.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+def _index_reduce(prim_fn: Any, a: Any, axis: int | None, keepdims: bool) -> Any:
+    a = operand(a)
+    shape = shape_of(a)
+    if axis is None:
+        out = prim_fn(ravel(a), axis=0)
+        return shapes.reshape(out, new_shape=(1,) * len(shape)) if keepdims else out
+    axis = operator.index(axis)
+    if not shape:  # NumPy treats a 0-d array as 1-d here, and its result as 0-d
+        normalize_axes(axis, 1)
+        return prim_fn(shapes.reshape(a, new_shape=(1,)), axis=0)
+    axes = normalize_axes(axis, len(shape))
+    return _keep(prim_fn(a, axis=axes[0]), shape, axes, keepdims)
+
+
+def argmax(a: ArrayLike, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Array:
+    """numpy.argmax: the index of the (first) maximum along `axis`, of the
+    flattened array by default; an integer, without a derivative.
+
+    >>> argmax([[1.0, 5.0], [3.0, 2.0]], axis=1)
+    array([1, 0])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.argmax(a, axis=axis, out=out, keepdims=keepdims)
+    check_no_out(out, "argmax")
+    return _index_reduce(red.argmax, a, axis, keepdims)
+
+
+def argmin(a: ArrayLike, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Array:
+    """numpy.argmin: the index of the (first) minimum; an integer, without a derivative.
+
+    >>> argmin([3.0, 1.0, 2.0])
+    np.int64(1)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.argmin(a, axis=axis, out=out, keepdims=keepdims)
+    check_no_out(out, "argmin")
+    return _index_reduce(red.argmin, a, axis, keepdims)
+
+
+def all(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, *,
+        where: Any = True) -> Array:
+    """numpy.all: whether every element along `axis` (where `where` is True) is nonzero
+    (True if there are none).
+
+    >>> all([[1.0, 0.0], [2.0, 3.0]], axis=1)
+    array([False,  True])
+    """
+    if ctx.trace is EVAL_TRACE:
+        if where is True:
+            return np.all(a, axis=axis, out=out, keepdims=keepdims)  # type: ignore[arg-type]
+        return np.all(a, axis=axis, out=out, keepdims=keepdims, where=where)  # type: ignore[arg-type]
+    check_no_out(out, "all")
+    return _reduce(red.reduce_and, operand(a), axis, keepdims, where=where)
+
+
+def any(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, *,
+        where: Any = True) -> Array:
+    """numpy.any: whether some element along `axis` (where `where` is True) is nonzero
+    (False if there are none).
+
+    >>> any([[1.0, 0.0], [0.0, 0.0]], axis=1)
+    array([ True, False])
+    """
+    if ctx.trace is EVAL_TRACE:
+        if where is True:
+            return np.any(a, axis=axis, out=out, keepdims=keepdims)  # type: ignore[arg-type]
+        return np.any(a, axis=axis, out=out, keepdims=keepdims, where=where)  # type: ignore[arg-type]
+    check_no_out(out, "any")
+    return _reduce(red.reduce_or, operand(a), axis, keepdims, where=where)
+
+
+def count_nonzero(a: ArrayLike, axis: Axis = None, *, keepdims: bool = False) -> Array:
+    """numpy.count_nonzero: how many elements along `axis` are nonzero (an integer).
+
+    >>> count_nonzero([[1.0, 0.0], [2.0, 3.0]], axis=0)
+    array([2, 1])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.count_nonzero(a, axis=axis, keepdims=keepdims)
+    out = _reduce(red.reduce_sum, ew.ne(operand(a), 0), axis, keepdims)
+    return _astype(out, np.dtype(np.intp))
+
+
+def average(
+    a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, returned: bool = False,
+    *, keepdims: bool = False,
+) -> Any:
+    """numpy.average: the mean of `a` weighted by `weights` (of a's shape, or of the
+    shape of a's `axis`); with `returned`, also the sum of the weights.
+
+    >>> average([1.0, 2.0, 4.0], weights=[3.0, 0.0, 1.0])
+    np.float64(1.75)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.average(a, axis=axis, weights=weights, returned=returned,  # type: ignore[call-overload]
+                          keepdims=keepdims)
+    a = operand(a)
+    shape = shape_of(a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        avg_shape = shape_of(avg)
+        scale = np.full(avg_shape, math.prod(shape) / builtins.max(math.prod(avg_shape), 1),
+                        get_aval(avg).dtype)[()]
+        return (avg, scale) if returned else avg
+    w = operand(weights)
+    w_shape = shape_of(w)
+    if w_shape != shape:
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        given = axes_in_order(axis, len(shape))
+        if w_shape != tuple(shape[i] for i in given):
+            raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+        order = tuple(int(i) for i in np.argsort(given))
+        if order != tuple(range(len(order))):
+            w = shapes.transpose(w, axes=order)
+        w = shapes.reshape(w, new_shape=tuple(n if i in given else 1 for i, n in enumerate(shape)))
+    a_dtype, w_dtype = get_aval(a).dtype, get_aval(w).dtype
+    if a_dtype.kind in "biu":
+        dtype = np.result_type(a_dtype, w_dtype, np.float64)
+    else:
+        dtype = np.result_type(a_dtype, w_dtype)
+    a, w = _astype(a, dtype), _astype(w, dtype)
+    scale = sum(w, axis=axis, keepdims=keepdims)
+    known = concrete_value(scale, None)  # None: not known under this transform
+    if known is not None and np.any(np.asarray(known) == 0.0):
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    avg = ew.div(sum(ew.mul(a, w), axis=axis, keepdims=keepdims), scale)
+    if not returned:
+        return avg
+    avg_shape = shape_of(avg)
+    return avg, scale if shape_of(scale) == avg_shape else shapes.broadcast_to(scale, shape=avg_shape)
+
+
+def nansum(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+) -> Array:
+    """numpy.nansum: the sum with NaNs counted as zero (they get no derivative either).
+
+    >>> nansum([1.0, np.nan, 2.0])
+    np.float64(3.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    check_no_out(out, "nansum")
+    a = operand(a)
+    if is_inexact_dtype(get_aval(a).dtype):
+        a = ew.where(_isnan(a), 0, a)
+    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanmean(
+    a: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+) -> Array:
+    """numpy.nanmean: the mean of the elements that are not NaN (NaN where there are none).
+
+    >>> nanmean([1.0, np.nan, 2.0])
+    np.float64(1.5)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nanmean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    check_no_out(out, "nanmean")
+    a = operand(a)
+    if not is_inexact_dtype(get_aval(a).dtype):
+        return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    a = _as_inexact(a, dtype)
+    present = ew.eq(a, a)
+    total = sum(ew.where(present, a, 0), axis=axis, keepdims=keepdims)
+    count = sum(present, axis=axis, keepdims=keepdims)
+    return ew.div(total, _astype(count, get_aval(total).dtype))
+
+
+def _nan_extremum(reduce: Any, a: Any, axis: Axis, keepdims: bool, fill: float) -> Any:
+    a = operand(a)
+    if not is_inexact_dtype(get_aval(a).dtype):
+        return _reduce(reduce, a, axis, keepdims)
+    missing = _isnan(a)
+    result = _reduce(reduce, ew.where(missing, fill, a), axis, keepdims)
+    return ew.where(_reduce(red.reduce_and, missing, axis, keepdims), np.nan, result)
+
+
+def nanmax(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False) -> Array:
+    """numpy.nanmax: the maximum ignoring NaNs (NaN where all are NaN).
+
+    >>> nanmax([1.0, np.nan, 2.0])
+    np.float64(2.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nanmax(a, axis=axis, out=out, keepdims=keepdims)
+    check_no_out(out, "nanmax")
+    return _nan_extremum(red.reduce_max, a, axis, keepdims, -np.inf)
+
+
+def nanmin(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False) -> Array:
+    """numpy.nanmin: the minimum ignoring NaNs (NaN where all are NaN).
+
+    >>> nanmin([1.0, np.nan, 2.0])
+    np.float64(1.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nanmin(a, axis=axis, out=out, keepdims=keepdims)
+    check_no_out(out, "nanmin")
+    return _nan_extremum(red.reduce_min, a, axis, keepdims, np.inf)
+
+
+def _cumulative(prim_fn: Any, a: Any, axis: int | None, dtype: Any) -> Any:
+    a = operand(a)
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        a = _astype(a, dtype)
+    shape = shape_of(a)
+    if axis is None:  # of the flattened array
+        a, shape, axis = ravel(a), (math.prod(shape),), 0
+    elif not shape:  # NumPy treats a 0-d array as 1-d here
+        a, shape = shapes.reshape(a, new_shape=(1,)), (1,)
+    (axis,) = normalize_axes(operator.index(axis), len(shape))
+    out = prim_fn(a, axis=axis, reverse=False)
+    return out if dtype is None else _astype(out, dtype)
+
+
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
+    """numpy.cumsum: the running sums along `axis` (of the flattened array by default).
+
+    >>> cumsum([[1.0, 2.0], [3.0, 4.0]], axis=0)
+    array([[1., 2.],
+           [4., 6.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.cumsum(a, axis=axis, dtype=dtype, out=out)
+    check_no_out(out, "cumsum")
+    return _cumulative(red.cumsum, a, axis, dtype)
+
+
+def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
+    """numpy.cumprod: the running products along `axis` (of the flattened array by
+    default); the derivative is right with zeros among the elements.
+
+    >>> cumprod([1.0, 2.0, 3.0])
+    array([1., 2., 6.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.cumprod(a, axis=axis, dtype=dtype, out=out)
+    check_no_out(out, "cumprod")
+    return _cumulative(red.cumprod, a, axis, dtype)

@@ -1,18 +1,32 @@
-"""Shape functions: reshape, transpose, expand_dims, squeeze, ravel, on the
-reshape/transpose primitives."""
+"""Shape functions: reshape, transpose, moving, broadcasting, flipping, rolling,
+tiling, repeating and splitting arrays.
+
+All are composites of the data-movement primitives (reshape, transpose,
+broadcast_to, concatenate, and getitem with a static index), so they need no
+rules of their own: their derivatives, transposes and batching follow.
+Counts, shifts and split points fix the result's shape, so they must be
+concrete (not traced).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.trace import EVAL_TRACE, ctx
-from ..primitives import shapes
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
+from ..primitives import indexing, shapes
+from ..primitives.indexing import StaticIndex
+from .operands import Array, ArrayLike, axes_in_order, normalize_axes, operand, shape_of, static_argument
 
-__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "ravel"]
+__all__ = [
+    "reshape", "transpose", "expand_dims", "squeeze", "ravel", "moveaxis", "swapaxes", "broadcast_to",
+    "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "roll",
+    "rot90", "tile", "repeat", "split", "array_split",
+]
 
 
 def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -89,3 +103,323 @@ def ravel(a: ArrayLike) -> Array:
     if ctx.trace is EVAL_TRACE:
         return np.ravel(a)
     return reshape(a, -1)
+
+
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
+    """numpy.moveaxis: move axes to new positions, the others keeping their order.
+
+    >>> fnp.moveaxis(np.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.moveaxis(a, source, destination)
+    a = operand(a)
+    ndim = len(shape_of(a))
+    src = axes_in_order(source, ndim, "source")
+    dst = axes_in_order(destination, ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(ndim) if n not in src]
+    for dest, s in sorted(zip(dst, src)):
+        order.insert(dest, s)
+    return transpose(a, order)
+
+
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
+    """numpy.swapaxes: exchange two axes.
+
+    >>> fnp.swapaxes(np.zeros((2, 3)), 0, 1).shape
+    (3, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.swapaxes(a, axis1, axis2)
+    a = operand(a)
+    ndim = len(shape_of(a))
+    i, j = normalize_axis_index(axis1, ndim, "axis1"), normalize_axis_index(axis2, ndim, "axis2")
+    perm = list(range(ndim))
+    perm[i], perm[j] = j, i
+    return transpose(a, perm)
+
+
+def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
+    """numpy.broadcast_to: `array` repeated along new or size-1 axes to `shape`.
+
+    >>> fnp.broadcast_to(np.arange(3.0), (2, 3)).shape
+    (2, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.broadcast_to(array, shape)
+    x = operand(array)
+    target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in target):
+        raise ValueError("all elements of broadcast shape must be non-negative")
+    old = shape_of(x)
+    if old == target:
+        return x
+    if len(old) > len(target):
+        raise ValueError(f"input operand has more dimensions than allowed by the axis remapping: "
+                         f"cannot broadcast shape {old} to shape {target}")
+    return shapes.broadcast_to(x, shape=target)
+
+
+def broadcast_arrays(*args: ArrayLike) -> tuple[Array, ...]:
+    """numpy.broadcast_arrays: the arguments broadcast against each other (a tuple).
+
+    >>> [a.shape for a in fnp.broadcast_arrays(np.ones(3), np.ones((2, 1)))]
+    [(2, 3), (2, 3)]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.broadcast_arrays(*args)
+    xs = [operand(a) for a in args]
+    shape = np.broadcast_shapes(*(shape_of(x) for x in xs))
+    return tuple(broadcast_to(x, shape) for x in xs)
+
+
+def _atleast(ndim: int, arys: tuple[ArrayLike, ...], place: Callable[[tuple[int, ...]], tuple[int, ...]]
+             ) -> Any:
+    out = []
+    for a in arys:
+        x = operand(a)
+        shape = shape_of(x)
+        out.append(x if len(shape) >= ndim else shapes.reshape(x, new_shape=place(shape)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_1d(*arys: ArrayLike) -> Any:
+    """numpy.atleast_1d: 0-d inputs become shape (1,); one array, or a tuple for several.
+
+    >>> fnp.atleast_1d(2.0).shape
+    (1,)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.atleast_1d(*arys)
+    return _atleast(1, arys, lambda s: (1,))
+
+
+def atleast_2d(*arys: ArrayLike) -> Any:
+    """numpy.atleast_2d: () becomes (1, 1) and (N,) becomes (1, N).
+
+    >>> fnp.atleast_2d(np.ones(3)).shape
+    (1, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.atleast_2d(*arys)
+    return _atleast(2, arys, lambda s: (1,) * (2 - len(s)) + s)
+
+
+def atleast_3d(*arys: ArrayLike) -> Any:
+    """numpy.atleast_3d: () becomes (1, 1, 1), (N,) (1, N, 1) and (M, N) (M, N, 1).
+
+    >>> fnp.atleast_3d(np.ones(3)).shape
+    (1, 3, 1)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.atleast_3d(*arys)
+    return _atleast(3, arys, lambda s: {0: (1, 1, 1), 1: (1, *s, 1), 2: (*s, 1)}[len(s)])
+
+
+def _flip_axes(x: Any, axes: Sequence[int]) -> Any:
+    """`x` reversed along `axes` (non-negative), as one getitem with negative steps."""
+    ndim = len(shape_of(x))
+    if not axes:
+        return x
+    idx = StaticIndex(slice(None, None, -1) if i in axes else slice(None) for i in range(ndim))
+    return indexing.getitem(x, idx=idx)
+
+
+def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
+    """numpy.flip: reverse the order of elements along `axis` (all axes by default).
+
+    >>> fnp.flip(np.arange(3.0))
+    array([2., 1., 0.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.flip(m, axis)  # type: ignore[arg-type]
+    x = operand(m)
+    return _flip_axes(x, normalize_axes(axis, len(shape_of(x))))
+
+
+def fliplr(m: ArrayLike) -> Array:
+    """numpy.fliplr: reverse the columns (axis 1); needs at least 2-d.
+
+    >>> fnp.fliplr(np.eye(2))
+    array([[0., 1.],
+           [1., 0.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.fliplr(m)
+    x = operand(m)
+    if len(shape_of(x)) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return _flip_axes(x, (1,))
+
+
+def flipud(m: ArrayLike) -> Array:
+    """numpy.flipud: reverse the rows (axis 0); needs at least 1-d.
+
+    >>> fnp.flipud(np.arange(3.0))
+    array([2., 1., 0.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.flipud(m)
+    x = operand(m)
+    if len(shape_of(x)) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return _flip_axes(x, (0,))
+
+
+def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Array:
+    """numpy.roll: shift elements along axes, wrapping around (axis None: of the flattened array).
+
+    >>> fnp.roll(np.arange(4.0), 1)
+    array([3., 0., 1., 2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.roll(a, shift, axis)
+    x = operand(a)
+    shape = shape_of(x)
+    shift = static_argument(shift, "roll", "shift")
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), shape)
+    axes = normalize_axis_tuple(axis, len(shape), allow_duplicate=True)
+    pairs = np.broadcast(shift, axes)
+    if pairs.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    shifts = dict.fromkeys(range(len(shape)), 0)
+    for sh, ax in pairs:
+        shifts[ax] += int(sh)
+    for ax, offset in shifts.items():
+        offset %= shape[ax] or 1  # an empty axis: nothing moves
+        if offset:
+            head = (slice(None),) * ax
+            tail = indexing.getitem(x, idx=StaticIndex((*head, slice(-offset, None))))
+            rest = indexing.getitem(x, idx=StaticIndex((*head, slice(None, -offset))))
+            x = shapes.concatenate(tail, rest, axis=ax)
+    return x
+
+
+def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
+    """numpy.rot90: rotate by 90 degrees `k` times, from the first of `axes` towards the second.
+
+    >>> fnp.rot90(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[2., 4.],
+           [1., 3.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.rot90(m, k, axes)  # type: ignore[call-overload]
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    x = operand(m)
+    ndim = len(shape_of(x))
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == ndim:
+        raise ValueError("Axes must be different.")
+    if any(not -ndim <= a < ndim for a in axes):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={ndim}.")
+    first, second = axes[0] % ndim, axes[1] % ndim
+    k = operator.index(static_argument(k, "rot90", "k")) % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return _flip_axes(x, (first, second))
+    perm = list(range(ndim))
+    perm[first], perm[second] = second, first
+    if k == 1:
+        return transpose(_flip_axes(x, (second,)), perm)
+    return _flip_axes(transpose(x, perm), (second,))
+
+
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
+    """numpy.tile: `A` repeated `reps` times along each axis (the shorter of the two padded with 1s).
+
+    >>> fnp.tile(np.array([1.0, 2.0]), 2)
+    array([1., 2., 1., 2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.tile(A, reps)
+    x = operand(A)
+    given = static_argument(reps, "tile", "reps")
+    reps = (operator.index(given),) if np.ndim(given) == 0 else tuple(operator.index(r) for r in given)
+    if any(r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
+    shape = shape_of(x)
+    ndim = max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    if all(r == 1 for r in reps):
+        return reshape(x, shape)
+    # (s0, s1, ...) -> (1, s0, 1, s1, ...) -> (r0, s0, r1, s1, ...) -> (r0*s0, r1*s1, ...)
+    spread = tuple(n for s in shape for n in (1, s))
+    x = shapes.broadcast_to(reshape(x, spread), shape=tuple(n for r, s in zip(reps, shape) for n in (r, s)))
+    return shapes.reshape(x, new_shape=tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) -> Array:
+    """numpy.repeat: each element repeated `repeats` times (an int, or one count per element)
+    along `axis` (axis None: of the flattened array).
+
+    >>> fnp.repeat(np.array([1.0, 2.0]), [1, 2])
+    array([1., 2., 2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.repeat(a, repeats, axis)
+    x = operand(a)
+    if axis is None or not shape_of(x):  # NumPy repeats a 0-d array as a 1-d one
+        x, axis = ravel(x), 0 if axis is None else axis
+    shape = shape_of(x)
+    ax = normalize_axis_index(axis, len(shape))
+    counts = np.asarray(static_argument(repeats, "repeat", "repeats"))
+    source = np.repeat(np.arange(shape[ax]), counts)  # NumPy's own checks of `repeats`
+    if counts.size == 1:  # every element the same number of times: a broadcast, no gather
+        r = int(counts.reshape(()))
+        if r == 1:
+            return x
+        spread = shapes.reshape(x, new_shape=shape[: ax + 1] + (1,) + shape[ax + 1:])
+        spread = shapes.broadcast_to(spread, shape=shape[: ax + 1] + (r,) + shape[ax + 1:])
+        return shapes.reshape(spread, new_shape=shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+    return indexing.getitem(x, idx=StaticIndex((*(slice(None),) * ax, source)))
+
+
+def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Array]:
+    """numpy.array_split: split into `sections` nearly equal parts (the first ones one longer),
+    or at the given indices.
+
+    >>> [p.tolist() for p in fnp.array_split(np.arange(5.0), 2)]
+    [[0.0, 1.0, 2.0], [3.0, 4.0]]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.array_split(ary, indices_or_sections, axis)
+    x = operand(ary)
+    shape = shape_of(x)
+    ax = normalize_axis_index(axis, len(shape))
+    n = shape[ax]
+    spec = static_argument(indices_or_sections, "array_split", "indices_or_sections")
+    if np.ndim(spec) == 0:
+        sections = operator.index(spec)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    else:
+        bounds = [0, *(operator.index(i) for i in spec), n]
+    head = (slice(None),) * ax
+    return [indexing.getitem(x, idx=StaticIndex((*head, slice(start, stop))))
+            for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Array]:
+    """numpy.split: like array_split, but `sections` must divide the axis evenly.
+
+    >>> [p.tolist() for p in fnp.split(np.arange(4.0), 2)]
+    [[0.0, 1.0], [2.0, 3.0]]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.split(ary, indices_or_sections, axis)
+    spec = static_argument(indices_or_sections, "split", "indices_or_sections")
+    if np.ndim(spec) == 0:
+        shape = shape_of(operand(ary))
+        n = shape[normalize_axis_index(axis, len(shape))]
+        if n % operator.index(spec):  # sections=0: NumPy's ZeroDivisionError
+            raise ValueError("array split does not result in an equal division")
+    return array_split(ary, spec, axis)

@@ -1,25 +1,39 @@
 """Elementwise functions: NumPy's ufuncs on fgrad's elementwise primitives.
 
-Each function is one line: its name, its primitive and its NumPy ufunc. With
-no transform active it is the ufunc itself (one identity check of overhead).
+Each ufunc is one line: its name, its primitive and its NumPy ufunc. With no
+transform active it is the ufunc itself (one identity check of overhead).
+Below them, the functions with more arguments (round, clip, nan_to_num,
+select) and the composites (positive, fix, isposinf, isneginf, divmod).
+NumPy's aliases (mod, around, radians, acos, ...) are the same functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..core.avals import get_aval
+from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx
 from ..primitives import elementwise as ew
-from .operands import DIRECT_TYPES, Array, ArrayLike, operand
+from .operands import DIRECT_TYPES, Array, ArrayLike, check_no_out, operand
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "true_divide", "negative", "power", "square",
-    "sqrt", "exp", "log", "sin", "cos", "tanh", "abs", "absolute", "sign", "maximum",
-    "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "where",
+    "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "power", "pow",
+    "float_power", "square", "sqrt", "cbrt", "reciprocal", "exp", "exp2", "expm1", "log", "log2",
+    "log10", "log1p", "logaddexp", "logaddexp2", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+    "arctan2", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+    "arctanh", "asinh", "acosh", "atanh", "hypot", "deg2rad", "rad2deg", "radians", "degrees",
+    "sinc", "abs", "absolute", "fabs", "sign", "copysign", "heaviside", "maximum", "minimum",
+    "fmax", "fmin", "clip", "floor_divide", "remainder", "mod", "fmod", "divmod", "floor", "ceil",
+    "rint", "trunc", "fix", "round", "around", "nan_to_num", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not",
+    "bitwise_invert", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "where",
+    "select", "real", "imag", "conj", "conjugate", "angle", "iscomplexobj", "isrealobj",
 ]
 
 
@@ -66,6 +80,36 @@ square = _unary("square", ew.square_p, np.square)
 absolute = _unary("absolute", ew.abs_p, np.absolute)
 abs = absolute
 sign = _unary("sign", ew.sign_p, np.sign)
+fabs = _unary("fabs", ew.fabs_p, np.fabs)
+reciprocal = _unary("reciprocal", ew.reciprocal_p, np.reciprocal)
+cbrt = _unary("cbrt", ew.cbrt_p, np.cbrt)
+exp2 = _unary("exp2", ew.exp2_p, np.exp2)
+expm1 = _unary("expm1", ew.expm1_p, np.expm1)
+log2 = _unary("log2", ew.log2_p, np.log2)
+log10 = _unary("log10", ew.log10_p, np.log10)
+log1p = _unary("log1p", ew.log1p_p, np.log1p)
+tan = _unary("tan", ew.tan_p, np.tan)
+arcsin = asin = _unary("arcsin", ew.arcsin_p, np.arcsin)
+arccos = acos = _unary("arccos", ew.arccos_p, np.arccos)
+arctan = atan = _unary("arctan", ew.arctan_p, np.arctan)
+sinh = _unary("sinh", ew.sinh_p, np.sinh)
+cosh = _unary("cosh", ew.cosh_p, np.cosh)
+arcsinh = asinh = _unary("arcsinh", ew.arcsinh_p, np.arcsinh)
+arccosh = acosh = _unary("arccosh", ew.arccosh_p, np.arccosh)
+arctanh = atanh = _unary("arctanh", ew.arctanh_p, np.arctanh)
+deg2rad = radians = _unary("deg2rad", ew.deg2rad_p, np.deg2rad)
+rad2deg = degrees = _unary("rad2deg", ew.rad2deg_p, np.rad2deg)
+sinc = _unary("sinc", ew.sinc_p, np.sinc)
+floor = _unary("floor", ew.floor_p, np.floor)
+ceil = _unary("ceil", ew.ceil_p, np.ceil)
+rint = _unary("rint", ew.rint_p, np.rint)
+trunc = _unary("trunc", ew.trunc_p, np.trunc)
+logical_not = _unary("logical_not", ew.logical_not_p, np.logical_not)
+invert = bitwise_not = bitwise_invert = _unary("invert", ew.invert_p, np.invert)
+isfinite = _unary("isfinite", ew.isfinite_p, np.isfinite)
+isnan = _unary("isnan", ew.isnan_p, np.isnan)
+isinf = _unary("isinf", ew.isinf_p, np.isinf)
+signbit = _unary("signbit", ew.signbit_p, np.signbit)
 
 add = _binary("add", ew.add_p, np.add)
 subtract = _binary("subtract", ew.sub_p, np.subtract)
@@ -80,6 +124,24 @@ less = _binary("less", ew.lt_p, np.less)
 less_equal = _binary("less_equal", ew.le_p, np.less_equal)
 greater = _binary("greater", ew.gt_p, np.greater)
 greater_equal = _binary("greater_equal", ew.ge_p, np.greater_equal)
+fmax = _binary("fmax", ew.fmax_p, np.fmax)
+fmin = _binary("fmin", ew.fmin_p, np.fmin)
+float_power = _binary("float_power", ew.float_power_p, np.float_power)
+floor_divide = _binary("floor_divide", ew.floor_divide_p, np.floor_divide)
+remainder = mod = _binary("remainder", ew.remainder_p, np.remainder)
+fmod = _binary("fmod", ew.fmod_p, np.fmod)
+copysign = _binary("copysign", ew.copysign_p, np.copysign)
+hypot = _binary("hypot", ew.hypot_p, np.hypot)
+arctan2 = atan2 = _binary("arctan2", ew.arctan2_p, np.arctan2)
+logaddexp = _binary("logaddexp", ew.logaddexp_p, np.logaddexp)
+logaddexp2 = _binary("logaddexp2", ew.logaddexp2_p, np.logaddexp2)
+heaviside = _binary("heaviside", ew.heaviside_p, np.heaviside)
+logical_and = _binary("logical_and", ew.logical_and_p, np.logical_and)
+logical_or = _binary("logical_or", ew.logical_or_p, np.logical_or)
+logical_xor = _binary("logical_xor", ew.logical_xor_p, np.logical_xor)
+bitwise_and = _binary("bitwise_and", ew.bitwise_and_p, np.bitwise_and)
+bitwise_or = _binary("bitwise_or", ew.bitwise_or_p, np.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", ew.bitwise_xor_p, np.bitwise_xor)
 
 _pow = ew.pow_p.bind
 _integer_pow = ew.integer_pow_p.bind
@@ -92,6 +154,9 @@ def power(x: ArrayLike, y: ArrayLike, /) -> Array:
     if type(y) is int:
         return _integer_pow(operand(x), y=y)
     return _pow(operand(x), operand(y))
+
+
+pow = power
 
 
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /) -> Array:
@@ -109,3 +174,235 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     if ctx.trace is EVAL_TRACE:
         return np.where(condition, x, y)
     return ew.where(operand(condition), operand(x), operand(y))
+
+
+# --- with more arguments, and composites ---------------------------------------
+
+def positive(x: ArrayLike, /) -> Array:
+    """numpy.positive: `x` itself (+x); like NumPy, a TypeError for booleans."""
+    if ctx.trace is EVAL_TRACE:
+        return np.positive(x)
+    x = operand(x)
+    if get_aval(x).dtype == np.bool_:
+        np.positive(np.empty(0, np.bool_))  # raises NumPy's own error
+    return x
+
+
+def fix(x: ArrayLike, out: None = None) -> Array:
+    """numpy.fix: round towards zero (trunc); its derivative is zero."""
+    if ctx.trace is EVAL_TRACE:
+        return np.fix(x, out)
+    check_no_out(out, "fix")
+    return ew.trunc(operand(x))
+
+
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """numpy.round to `decimals` places (half to even; negative: tens, hundreds);
+    its derivative is zero.
+
+    >>> round(2.567, 2)
+    np.float64(2.57)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.round(a, decimals, out)
+    check_no_out(out, "round")
+    return ew.round(operand(a), decimals=operator.index(decimals))
+
+
+around = round
+
+
+def divmod(x: ArrayLike, y: ArrayLike, /) -> tuple[Array, Array]:
+    """numpy.divmod: (floor_divide(x, y), remainder(x, y))."""
+    if ctx.trace is EVAL_TRACE:
+        return np.divmod(x, y)
+    return floor_divide(x, y), remainder(x, y)
+
+
+def _signed_inf(x: ArrayLike, negative: bool) -> Array:
+    x = operand(x)
+    dtype = get_aval(x).dtype
+    if dtype.kind == "c":
+        raise TypeError(
+            f"This operation is not supported for {dtype.name} values because it would be ambiguous."
+        )
+    sign = ew.signbit(x)
+    return ew.logical_and(ew.isinf(x), sign if negative else ew.logical_not(sign))
+
+
+def isposinf(x: ArrayLike, out: None = None) -> Array:
+    """numpy.isposinf: where `x` is +inf (a bool array; TypeError for complex)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.isposinf(x, out)
+    check_no_out(out, "isposinf")
+    return _signed_inf(x, negative=False)
+
+
+def isneginf(x: ArrayLike, out: None = None) -> Array:
+    """numpy.isneginf: where `x` is -inf (a bool array; TypeError for complex)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.isneginf(x, out)
+    check_no_out(out, "isneginf")
+    return _signed_inf(x, negative=True)
+
+
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_NOT_GIVEN: Any = _NotGiven()
+
+
+def _clip_bounds(a_min: Any, a_max: Any, min: Any, max: Any) -> tuple[Any, Any]:
+    # NumPy's rules: the bounds positionally (both) or as min=/max= keywords.
+    if a_min is _NOT_GIVEN and a_max is _NOT_GIVEN:
+        return (None if min is _NOT_GIVEN else min), (None if max is _NOT_GIVEN else max)
+    if a_min is _NOT_GIVEN:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    if a_max is _NOT_GIVEN:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    if min is not _NOT_GIVEN or max is not _NOT_GIVEN:
+        raise ValueError(
+            "Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is forbidden."
+        )
+    return a_min, a_max
+
+
+def _clip_bound(bound: Any, x: Any) -> Any:
+    dtype = get_aval(x).dtype
+    if type(bound) is int and dtype.kind in "iu":
+        # NumPy saturates a Python int bound outside the integer dtype's range.
+        info = np.iinfo(dtype)
+        return builtins.min(builtins.max(bound, int(info.min)), int(info.max))
+    return operand(bound)
+
+
+def clip(
+    a: ArrayLike, a_min: ArrayLike | None = _NOT_GIVEN, a_max: ArrayLike | None = _NOT_GIVEN,
+    out: None = None, *, min: ArrayLike | None = _NOT_GIVEN, max: ArrayLike | None = _NOT_GIVEN,
+) -> Array:
+    """numpy.clip: `a` limited to [a_min, a_max] (either may be None, or an array).
+
+    It is maximum(a, a_min) then minimum(., a_max), and so is its derivative:
+    1 inside, 0 outside; on a bound the derivative is shared equally between
+    `a` and that bound (JAX's jnp.clip), as for a tie of maximum.
+
+    >>> clip([-1.0, 0.5, 2.0], 0.0, 1.0)
+    array([0. , 0.5, 1. ])
+    """
+    lo, hi = _clip_bounds(a_min, a_max, min, max)
+    if ctx.trace is EVAL_TRACE:
+        return np.clip(a, lo, hi, out)
+    check_no_out(out, "clip")
+    x = operand(a)
+    if lo is not None:
+        x = ew.maximum(x, _clip_bound(lo, x))
+    if hi is not None:
+        x = ew.minimum(x, _clip_bound(hi, x))
+    return x
+
+
+def _replacement(name: str, value: Any) -> float | complex | None:
+    if value is None:
+        return None
+    if isinstance(value, Tracer) or np.ndim(value) != 0:
+        raise TypeError(
+            f"fgrad.numpy.nan_to_num takes a number as {name}= under a transform, got {value!r}; "
+            "for replacements per element use fnp.where(fnp.isnan(x), values, x)"
+        )
+    return complex(value) if np.iscomplexobj(value) else float(value)
+
+
+def nan_to_num(
+    x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+    neginf: float | None = None,
+) -> Array:
+    """numpy.nan_to_num: nan, +inf and -inf replaced by `nan`, `posinf` and
+    `neginf` (by default 0, and the largest and lowest finite values of the
+    dtype). The derivative is 1 where `x` is finite, 0 where it was replaced (for
+    complex `x`, part by part: each of the real and imaginary parts is replaced on
+    its own)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    x = operand(x)
+    if get_aval(x).dtype.kind not in "fc":
+        return x  # integers and booleans are always finite
+    return ew.nan_to_num(
+        x, nan=_replacement("nan", nan), posinf=_replacement("posinf", posinf),
+        neginf=_replacement("neginf", neginf),
+    )
+
+
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Array:
+    """numpy.select: from the first of `choicelist` whose condition in `condlist`
+    holds, else `default` (all broadcast together). Differentiable in the
+    choices and the default.
+
+    >>> select([[True, False], [True, True]], [[1, 2], [3, 4]], default=0)
+    array([1, 4])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.select(condlist, choicelist, default)
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    conds = [operand(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if get_aval(c).dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    # Python scalars stay weak in the result dtype, as in NumPy (NEP 50).
+    weak = ew.PYTHON_SCALAR_TYPES
+    choices = [c if type(c) in weak else operand(c) for c in (*choicelist, default)]
+    try:
+        dtype = np.result_type(*(c if type(c) in weak else get_aval(c).dtype for c in choices))
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
+    out = choices[-1]
+    for cond, choice in zip(reversed(conds), reversed(choices[:-1])):
+        out = ew.where(cond, choice, out)
+    if get_aval(out).dtype != dtype:
+        out = ew.convert_element_type(out, new_dtype=dtype)
+    return out
+
+
+# --- complex numbers --------------------------------------------------------------
+# Derivatives follow JAX: cotangents are never conjugated, so grad of a real
+# function of z is df/dx - i df/dy, and of a holomorphic one (holomorphic=True) f'(z).
+
+conj = _unary("conj", ew.conj_p, np.conjugate)
+conjugate = conj
+
+
+def real(val: ArrayLike, /) -> Array:
+    """numpy.real: the real part (the array itself for a real array)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.real(val)
+    val = operand(val)
+    return ew.real(val) if get_aval(val).dtype.kind == "c" else val
+
+
+def imag(val: ArrayLike, /) -> Array:
+    """numpy.imag: the imaginary part (zeros for a real array)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.imag(val)
+    return ew.imag(operand(val))
+
+
+def angle(z: ArrayLike, deg: bool = False) -> Array:
+    """numpy.angle: the argument of complex numbers, in radians (degrees with `deg`)."""
+    if ctx.trace is EVAL_TRACE:
+        return np.angle(z, deg=deg)
+    out = ew.angle(operand(z))
+    return ew.mul(out, 180 / np.pi) if deg else out
+
+
+def iscomplexobj(x: ArrayLike) -> bool:
+    """numpy.iscomplexobj: whether the dtype is complex (a static property)."""
+    return get_aval(x).dtype.kind == "c"
+
+
+def isrealobj(x: ArrayLike) -> bool:
+    """numpy.isrealobj: whether the dtype is not complex."""
+    return not iscomplexobj(x)

@@ -2,13 +2,21 @@
 
 | module | primitives |
 |---|---|
-| elementwise | neg sin cos exp log tanh sqrt square abs sign stop_gradient add sub mul |
-| | div pow max min eq ne lt le gt ge where integer_pow convert_element_type |
+| elementwise | neg sin cos exp log tanh sqrt square abs sign stop_gradient fabs reciprocal cbrt |
+| | exp2 expm1 log2 log10 log1p tan arcsin arccos arctan sinh cosh arcsinh arccosh arctanh |
+| | deg2rad rad2deg sinc floor ceil rint trunc round nan_to_num isfinite isnan isinf signbit |
+| | logical_not logical_and logical_or logical_xor invert bitwise_and bitwise_or bitwise_xor |
+| | add sub mul div pow max min fmax fmin float_power floor_divide remainder fmod copysign |
+| | hypot arctan2 logaddexp logaddexp2 heaviside eq ne lt le gt ge where integer_pow |
+| | convert_element_type real imag conj angle |
 | shapes | reshape transpose broadcast_to concatenate |
-| reductions | reduce_sum reduce_max reduce_min |
-| linalg | matmul |
-| indexing | getitem index_add |
-| sorting, decompositions, special | (filled by the NumPy-surface work) |
+| reductions | reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or argmax argmin |
+| | cumsum cumprod |
+| sorting | sort argsort argpartition sort_by_key searchsorted |
+| linalg | matmul einsum |
+| decompositions | solve inv pinv det slogdet cholesky qr eigh eigvalsh svd svdvals |
+| indexing | getitem index_add index_set index_mul index_min index_max |
+| special | erf erfc erf_inv lgamma digamma polygamma logistic logit xlogy xlog1py entr |
 
 `derivatives` and `batching` hold the helpers that build rules.
 """

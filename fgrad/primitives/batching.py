@@ -15,7 +15,7 @@ from ..core.rules import batch_rules
 from ..core.trace import Primitive
 
 __all__ = [
-    "move_axis", "with_batch_axis", "batch_size", "defbatch_elementwise", "defbatch_unary",
+    "move_axis", "with_batch_axis", "batch_size", "batched_axis", "defbatch_elementwise", "defbatch_unary",
 ]
 
 
@@ -36,6 +36,11 @@ def with_batch_axis(x: Any, dim: int | None, size: int) -> Any:
         return move_axis(x, dim, 0)
     shape = get_aval(x).shape
     return shapes.broadcast_to(shapes.reshape(x, new_shape=(1, *shape)), shape=(size, *shape))
+
+
+def batched_axis(axis: int, dim: int) -> int:
+    """Where an example's (non-negative) `axis` is in a batch whose examples are along `dim`."""
+    return axis if axis < dim else axis + 1
 
 
 def batch_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:

@@ -1,6 +1,588 @@
-"""Linear-algebra primitives beyond products: solve, inverse, determinants and
-factorizations, each with its jvp, transpose (where linear) and batch rules."""
+"""Linear-algebra primitives beyond products: solve, inverse, adjugate,
+pseudo-inverse, determinants and factorizations (Cholesky, QR, symmetric
+eigendecomposition, SVD), each with its jvp rule (the standard matrix-calculus
+formulas) and batch rule; `solve` is linear in its right-hand side and has a
+transpose.
+
+Every primitive works on stacks of matrices like NumPy's linalg: the last two
+axes hold the matrices, so a batch rule only moves the batch axis to the
+front. Shapes and dtypes are NumPy's (a dtype is found by running the NumPy
+function on a 1x1 sample, once per dtype). Functions that read one triangle
+of their input (cholesky, eigh, and pinv with hermitian=True) are
+differentiated as what they compute: a function of that triangle, so the
+derivative in the other triangle is zero.
+
+det's derivative is the adjugate, defined at singular matrices too; its
+second derivatives, slogdet's and qr's derivatives need invertible (full
+rank) matrices and raise a LinAlgError saying so. Derivatives of the
+factorizations assume the generic case: distinct eigenvalues (eigh) and
+distinct, non-zero singular values (svd), and constant rank for pinv;
+otherwise they are inf or nan, as the mathematics says.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
+from ..core.rules import batch_rules, jvp_rules, transpose_rules
+from ..core.trace import Primitive
+from . import batching, indexing, linalg, shapes
+from . import derivatives as d
+from . import elementwise as ew
+
+__all__ = [
+    "solve", "inv", "adjugate", "pinv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+    "svdvals",
+]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+# --- shared helpers -------------------------------------------------------------------
+
+
+@functools.cache
+def _result_dtypes(np_fn: Callable[..., Any], *dtypes: np.dtype) -> tuple[np.dtype, ...]:
+    """The dtypes of `np_fn`'s results for inputs of `dtypes` (NumPy's own
+    errors, such as float16 being unsupported, are raised here)."""
+    out = np_fn(*(np.eye(1, dtype=dt) for dt in dtypes))
+    outs = out if isinstance(out, tuple) else (out,)
+    return tuple(np.asarray(o).dtype for o in outs)
+
+
+def _check_matrix(x: ShapedArray, square: bool = True) -> None:
+    if x.ndim < 2:
+        raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+
+
+_mT = linalg.matrix_transpose
+
+
+def _mm(a: Any, b: Any) -> Any:
+    return linalg.matmul(a, b)
+
+
+def _diagonal(x: Any) -> Any:
+    """The diagonals of a stack of square matrices."""
+    return linalg.stacked_einsum("...ii->...i", x)
+
+
+def _as_row(v: Any) -> Any:
+    """A stack of vectors (..., n) as a stack of rows (..., 1, n)."""
+    shape = get_aval(v).shape
+    return shapes.reshape(v, new_shape=(*shape[:-1], 1, shape[-1]))
+
+
+def _as_column(v: Any) -> Any:
+    shape = get_aval(v).shape
+    return shapes.reshape(v, new_shape=(*shape, 1))
+
+
+def _triangle_mask(n: int, dtype: np.dtype, lower: bool, diagonal: float) -> np.ndarray:
+    """1 strictly below (or above) the diagonal, `diagonal` on it, 0 elsewhere."""
+    mask = np.tril(np.ones((n, n), dtype), -1) if lower else np.triu(np.ones((n, n), dtype), 1)
+    mask[np.diag_indices(n)] = diagonal
+    return mask
+
+
+def _from_triangle(t: Any, lower: bool) -> Any:
+    """The symmetric matrices whose `lower` (or upper) triangle is that of `t`:
+    the tangent of an input of which only that triangle is read."""
+    n = get_aval(t).shape[-1]
+    dtype = get_aval(t).dtype
+    strict = ew.mul(t, _triangle_mask(n, dtype, lower, 0.0))
+    return ew.add(ew.add(strict, _mT(strict)), ew.mul(t, np.eye(n, dtype=dtype)))
+
+
+def _inverse_gaps(values: Any) -> Any:
+    """F[..., i, j] = 1 / (values[j] - values[i]) off the diagonal, 0 on it (the
+    diagonal guarded by a double `where`, so that no inf * 0 appears)."""
+    n = get_aval(values).shape[-1]
+    gaps = ew.sub(_as_row(values), _as_column(values))
+    on_diagonal = np.eye(n, dtype=bool)
+    return ew.where(on_diagonal, 0.0, ew.div(1.0, ew.where(on_diagonal, 1.0, gaps)))
+
+
+def _real_only(name: str, a: Any) -> None:
+    """The jvp rules below are written for real matrices (transposes where complex
+    ones need conjugate transposes)."""
+    if get_aval(a).dtype.kind == "c":
+        raise NotImplementedError(
+            f"the derivative of {name} of complex matrices is not supported yet; "
+            "differentiate with respect to real inputs"
+        )
+
+
+def _batch_front(prim: Primitive) -> Callable[..., Any]:
+    """NumPy's linalg works on stacks: the batch axis goes in front of the stack."""
+
+    def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
+        x = batching.move_axis(args[0], dims[0], 0)
+        out = prim.bind(x, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+
+    return rule
+
+
+def _primitive(
+    name: str, impl: Callable[..., Any], compute_aval: Callable[..., Any], multiple_results: bool = False
+) -> Primitive:
+    prim = Primitive(name, impl, cached_aval(compute_aval), multiple_results)
+    batch_rules[prim] = _batch_front(prim)
+    return prim
+
+
+# --- solve(a, b): a (..., n, n), b (..., n, k) ---------------------------------------
+
+
+def _solve_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
+    _check_matrix(a)
+    if b.ndim < 2:
+        raise LinAlgError(f"{b.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if b.shape[-2] != a.shape[-1]:
+        raise ValueError(
+            f"solve: the right-hand side has {b.shape[-2]} rows for a matrix of size {a.shape[-1]} "
+            f"(shapes {a.shape} and {b.shape})"
+        )
+    stack = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    (dtype,) = _result_dtypes(np.linalg.solve, a.dtype, b.dtype)
+    return ShapedArray((*stack, *b.shape[-2:]), dtype)
+
+
+solve_p = Primitive("solve", np.linalg.solve, cached_aval(_solve_aval))
+
+
+def _solve_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    (a, b), (da, db) = primals, tangents
+    x = solve(a, b)
+    rhs = db  # d(a x) = db:  a dx = db - da x
+    if da is not None:
+        da_x = _mm(da, x)
+        rhs = ew.neg(da_x) if rhs is None else ew.sub(rhs, da_x)
+    return x, d.fit_to(solve(a, rhs), x)
+
+
+jvp_rules[solve_p] = _solve_jvp
+
+
+def _solve_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
+    assert not d.is_linear(a), "solve is linear in its right-hand side only"
+    return [None, d.unbroadcast(solve(_mT(a), ct), b.aval)]
+
+
+transpose_rules[solve_p] = _solve_transpose
+
+
+def _solve_batch(args: list[Any], dims: list[Any]) -> tuple[Any, int]:
+    # Batch axes in front; a batched operand whose stack is shorter than the
+    # other's gets axes of size 1, so that the batch axis never meets a stack axis.
+    stack = max(get_aval(x).ndim - (dim is not None) - 2 for x, dim in zip(args, dims))
+    moved = []
+    for x, dim in zip(args, dims):
+        if dim is not None:
+            x = batching.move_axis(x, dim, 0)
+            size, *example = get_aval(x).shape
+            if len(example) - 2 < stack:
+                x = shapes.reshape(x, new_shape=(size,) + (1,) * (stack - len(example) + 2) + tuple(example))
+        moved.append(x)
+    return solve(*moved), 0
+
+
+batch_rules[solve_p] = _solve_batch
+
+
+# --- inv -----------------------------------------------------------------------------
+
+
+def _same_shape_aval(np_fn: Callable[..., Any]) -> Callable[..., ShapedArray]:
+    def compute(x: ShapedArray, **params: Any) -> ShapedArray:
+        _check_matrix(x)
+        (dtype,) = _result_dtypes(np_fn, x.dtype)
+        return ShapedArray(x.shape, dtype)
+
+    return compute
+
+
+def _inv_impl(a: Any, *, singular: str = "raise") -> Any:
+    """NumPy's inv; with ``singular="nan"`` a singular matrix of the stack gets
+    an inverse of nans instead of an error (as numpy.linalg.cond needs)."""
+    if singular == "raise":
+        return np.linalg.inv(a)
+    try:
+        return np.linalg.inv(a)
+    except LinAlgError:
+        out = np.empty(a.shape, _result_dtypes(np.linalg.inv, a.dtype)[0])
+        for idx in np.ndindex(a.shape[:-2]):
+            try:
+                out[idx] = np.linalg.inv(a[idx])
+            except LinAlgError:
+                out[idx] = np.nan
+        return out
+
+
+inv_p = _primitive("inv", _inv_impl, _same_shape_aval(np.linalg.inv))
+
+
+def _inv_jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[Any, Any]:
+    (a,), (da,) = primals, tangents
+    ans = inv(a, **params)
+    return ans, ew.neg(_mm(_mm(ans, da), ans))  # d(a^-1) = -a^-1 da a^-1
+
+
+jvp_rules[inv_p] = _inv_jvp
+
+
+def _inverse_for(a: Any, why: str) -> Any:
+    """inv(a) for a derivative that needs it: a singular `a` raises a LinAlgError
+    that says which derivative (`why`) needed an invertible matrix."""
+    try:
+        return inv(a)
+    except LinAlgError:
+        raise LinAlgError(f"Singular matrix: {why}") from None
+
+
+# --- pinv(a, rcond, hermitian) -----------------------------------------------------------
+
+
+def _pinv_aval(a: ShapedArray, *, rcond: float, hermitian: bool) -> ShapedArray:
+    _check_matrix(a, square=False)
+    (dtype,) = _result_dtypes(np.linalg.pinv, a.dtype)
+    return ShapedArray((*a.shape[:-2], a.shape[-1], a.shape[-2]), dtype)
+
+
+pinv_p = _primitive(
+    "pinv", lambda a, *, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian), _pinv_aval
+)
+
+
+def _pinv_jvp(primals: list[Any], tangents: list[Any], *, rcond: float, hermitian: bool) -> tuple[Any, Any]:
+    # Golub and Pereyra: for a of constant rank, with P = a+, dP =
+    #   -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
+    # With hermitian=True NumPy reads the lower triangle only (through eigh):
+    # a is then the symmetric matrix of that triangle, and so is da.
+    (a,), (da,) = primals, tangents
+    _real_only("pinv", a)
+    p = pinv(a, rcond=rcond, hermitian=hermitian)
+    if hermitian:
+        a, da = _from_triangle(a, lower=True), _from_triangle(da, lower=True)
+    m, n = get_aval(a).shape[-2:]
+    dtype = get_aval(p).dtype
+    da_t = _mT(da)
+    left_null = ew.sub(np.eye(m, dtype=dtype), _mm(a, p))  # I - a P, (m, m)
+    right_null = ew.sub(np.eye(n, dtype=dtype), _mm(p, a))  # I - P a, (n, n)
+    out = ew.neg(_mm(_mm(p, da), p))
+    out = ew.add(out, _mm(_mm(p, _mm(_mT(p), da_t)), left_null))
+    out = ew.add(out, _mm(right_null, _mm(da_t, _mm(_mT(p), p))))
+    return p, out
+
+
+jvp_rules[pinv_p] = _pinv_jvp
+
+
+# --- adjugate, det, slogdet -------------------------------------------------------------
+
+
+def _products_of_others(s: np.ndarray) -> np.ndarray:
+    """c[..., i] = prod over j != i of s[..., j], without dividing (s may hold zeros)."""
+    ones = np.ones((*s.shape[:-1], 1), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return before * after
+
+
+def _adjugate_impl(a: np.ndarray) -> np.ndarray:
+    """The adjugate det(a) a^-1, defined for singular matrices too: with the SVD
+    a = U diag(s) Vh, adj(a) = det(U) det(Vh) Vh^H diag(c) U^H, c_i the product
+    of the other singular values (so a rank n-1 matrix has a rank-1 adjugate,
+    and one of lower rank a zero adjugate)."""
+    if a.shape[-1] == 0:
+        return np.empty(a.shape, np.linalg.inv(np.eye(1, dtype=a.dtype)).dtype)
+    u, s, vh = np.linalg.svd(a)
+    scale = np.linalg.det(u) * np.linalg.det(vh)
+    adj = np.matmul(np.swapaxes(vh, -1, -2).conj() * _products_of_others(s)[..., None, :],
+                    np.swapaxes(u, -1, -2).conj())
+    return adj * scale[..., None, None]
+
+
+adjugate_p = _primitive("adjugate", _adjugate_impl, _same_shape_aval(np.linalg.inv))
+
+
+def _adjugate_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    # adj(a) = det(a) a^-1 gives d adj = adj tr(a^-1 da) - a^-1 da adj, where a
+    # is invertible; this is what second derivatives of det use.
+    (a,), (da,) = primals, tangents
+    ans = adjugate(a)
+    a_inv = _inverse_for(a, "second derivatives of det need an invertible matrix")
+    trace = linalg.stacked_einsum("...ij,...ji->...", a_inv, da)
+    trace = shapes.reshape(trace, new_shape=(*get_aval(trace).shape, 1, 1))
+    return ans, ew.sub(ew.mul(ans, trace), _mm(_mm(a_inv, da), ans))
+
+
+jvp_rules[adjugate_p] = _adjugate_jvp
+
+
+def _stack_aval(np_fn: Callable[..., Any], count: int) -> Callable[..., Any]:
+    def compute(x: ShapedArray) -> Any:
+        _check_matrix(x)
+        dtypes = _result_dtypes(np_fn, x.dtype)
+        avals = [ShapedArray(x.shape[:-2], dt) for dt in dtypes]
+        return avals if count > 1 else avals[0]
+
+    return compute
+
+
+det_p = _primitive("det", np.linalg.det, _stack_aval(np.linalg.det, 1))
+
+
+def _det_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    # d det a = tr(adj(a) da) (Jacobi's formula), at singular matrices too
+    (a,), (da,) = primals, tangents
+    return det(a), linalg.stacked_einsum("...ij,...ji->...", adjugate(a), da)
+
+
+jvp_rules[det_p] = _det_jvp
+
+slogdet_p = _primitive(
+    "slogdet", lambda a: list(np.linalg.slogdet(a)), _stack_aval(np.linalg.slogdet, 2), multiple_results=True
+)
+
+
+def _slogdet_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    # d log|det a| = tr(a^-1 da); the sign is piecewise constant. At a singular
+    # matrix log|det a| is -inf and has no derivative (JAX gives nans there).
+    (a,), (da,) = primals, tangents
+    _real_only("slogdet", a)
+    sign, logabsdet = slogdet(a)
+    a_inv = _inverse_for(
+        a, "slogdet has no derivative at a singular matrix (log|det| is -inf there); differentiate det "
+        "instead"
+    )
+    return [sign, logabsdet], [None, linalg.stacked_einsum("...ij,...ji->...", a_inv, da)]
+
+
+jvp_rules[slogdet_p] = _slogdet_jvp
+
+
+# --- cholesky(a, upper) ------------------------------------------------------------------
+
+cholesky_p = _primitive(
+    "cholesky", lambda a, *, upper: np.linalg.cholesky(a, upper=upper), _same_shape_aval(np.linalg.cholesky)
+)
+
+
+def _cholesky_jvp(primals: list[Any], tangents: list[Any], *, upper: bool) -> tuple[Any, Any]:
+    # a = L L^T gives dL = L phi(L^-1 da L^-T), phi keeping the lower triangle
+    # and half the diagonal; the upper factor is U = L^T.
+    (a,), (da,) = primals, tangents
+    _real_only("cholesky", a)
+    ans = cholesky(a, upper=upper)
+    low = _mT(ans) if upper else ans
+    da = _from_triangle(da, lower=not upper)
+    low_inv = inv(low)
+    inner = _mm(_mm(low_inv, da), _mT(low_inv))
+    n = get_aval(a).shape[-1]
+    phi = ew.mul(inner, _triangle_mask(n, get_aval(ans).dtype, lower=True, diagonal=0.5))
+    d_low = _mm(low, phi)
+    return ans, _mT(d_low) if upper else d_low
+
+
+jvp_rules[cholesky_p] = _cholesky_jvp
+
+
+# --- qr(a, mode): mode "reduced" or "complete" -----------------------------------------
+
+
+def _qr_aval(a: ShapedArray, *, mode: str) -> list[ShapedArray]:
+    _check_matrix(a, square=False)
+    m, n = a.shape[-2:]
+    k = m if mode == "complete" else min(m, n)
+    q_dtype, r_dtype = _result_dtypes(np.linalg.qr, a.dtype)
+    return [ShapedArray((*a.shape[:-2], m, k), q_dtype), ShapedArray((*a.shape[:-2], k, n), r_dtype)]
+
+
+qr_p = _primitive("qr", lambda a, *, mode: list(np.linalg.qr(a, mode=mode)), _qr_aval, multiple_results=True)
+
+
+def _qr_square_jvp(q: Any, r: Any, da: Any, tall: bool) -> tuple[Any, Any]:
+    """dq, dr for a = q r with r square (n x n) and invertible: with
+    C = q^T da r^-1, q^T dq = Omega is antisymmetric and dr r^-1 upper
+    triangular, so Omega is C's strictly lower part minus its transpose."""
+    n = get_aval(r).shape[-1]
+    r_inv = _inverse_for(
+        r, "the derivative of qr needs a matrix of full rank (min(m, n) independent columns or rows)"
+    )
+    da_r_inv = _mm(da, r_inv)
+    c = _mm(_mT(q), da_r_inv)
+    low = ew.mul(c, _triangle_mask(n, get_aval(r).dtype, lower=True, diagonal=0.0))
+    omega = ew.sub(low, _mT(low))
+    dr = _mm(ew.sub(c, omega), r)
+    dq = _mm(q, omega)
+    if tall:  # the part of da r^-1 outside the span of q
+        dq = ew.add(dq, ew.sub(da_r_inv, _mm(q, c)))
+    return dq, dr
+
+
+def _qr_jvp(primals: list[Any], tangents: list[Any], *, mode: str) -> tuple[Any, Any]:
+    (a,), (da,) = primals, tangents
+    _real_only("qr", a)
+    q, r = qr(a, mode=mode)
+    m, n = get_aval(a).shape[-2:]
+    if m > n and mode == "complete":
+        raise NotImplementedError(
+            "the derivative of qr(a, mode='complete') of a tall matrix is not defined (the extra "
+            "columns of q are not unique); use mode='reduced'"
+        )
+    if m >= n:
+        dq, dr = _qr_square_jvp(q, r, da, tall=m > n)
+        return [q, r], [dq, dr]
+    # Wide: a = [a1 a2] with a1 square gives q, r1 from a1, and r2 = q^T a2.
+    dq, dr1 = _qr_square_jvp(q, _columns(r, 0, m), _columns(da, 0, m), tall=False)
+    dr2 = ew.add(_mm(_mT(dq), _columns(a, m, n)), _mm(_mT(q), _columns(da, m, n)))
+    return [q, r], [dq, shapes.concatenate(dr1, dr2, axis=get_aval(r).ndim - 1)]
+
+
+def _columns(x: Any, start: int, stop: int) -> Any:
+    """The columns start:stop of a stack of matrices."""
+    nd = get_aval(x).ndim
+    return indexing.getitem(x, idx=indexing.StaticIndex((slice(None),) * (nd - 1) + (slice(start, stop),)))
+
+
+jvp_rules[qr_p] = _qr_jvp
+
+
+# --- eigh(a, UPLO), eigvalsh(a, UPLO) ------------------------------------------------
+
+
+def _eigh_aval(a: ShapedArray, *, UPLO: str) -> list[ShapedArray]:
+    _check_matrix(a)
+    w_dtype, v_dtype = _result_dtypes(np.linalg.eigh, a.dtype)
+    return [ShapedArray(a.shape[:-1], w_dtype), ShapedArray(a.shape, v_dtype)]
+
+
+def _eigvalsh_aval(a: ShapedArray, *, UPLO: str) -> ShapedArray:
+    _check_matrix(a)
+    (dtype,) = _result_dtypes(np.linalg.eigvalsh, a.dtype)
+    return ShapedArray(a.shape[:-1], dtype)
+
+
+eigh_p = _primitive(
+    "eigh", lambda a, *, UPLO: list(np.linalg.eigh(a, UPLO)), _eigh_aval, multiple_results=True
+)
+eigvalsh_p = _primitive("eigvalsh", lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO), _eigvalsh_aval)
+
+
+def _eigh_jvp(primals: list[Any], tangents: list[Any], *, UPLO: str) -> tuple[Any, Any]:
+    # With a = V diag(w) V^T and P = V^T da V: dw = diag(P), dV = V (F * P),
+    # F[i, j] = 1 / (w[j] - w[i]) off the diagonal.
+    (a,), (da,) = primals, tangents
+    _real_only("eigh", a)
+    w, v = eigh(a, UPLO=UPLO)
+    da = _from_triangle(da, lower=UPLO == "L")
+    p = _mm(_mT(v), _mm(da, v))
+    return [w, v], [_diagonal(p), _mm(v, ew.mul(_inverse_gaps(w), p))]
+
+
+def _eigvalsh_jvp(primals: list[Any], tangents: list[Any], *, UPLO: str) -> tuple[Any, Any]:
+    (a,), (da,) = primals, tangents
+    _real_only("eigvalsh", a)
+    w, v = eigh(a, UPLO=UPLO)
+    da = _from_triangle(da, lower=UPLO == "L")
+    return w, linalg.stacked_einsum("...ij,...ik,...kj->...j", v, da, v)  # dw = diag(V^T da V)
+
+
+jvp_rules[eigh_p] = _eigh_jvp
+jvp_rules[eigvalsh_p] = _eigvalsh_jvp
+
+
+# --- svd(a, full_matrices), svdvals(a) ---------------------------------------------------
+
+
+def _svd_aval(a: ShapedArray, *, full_matrices: bool) -> list[ShapedArray]:
+    _check_matrix(a, square=False)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u_dtype, s_dtype, vh_dtype = _result_dtypes(np.linalg.svd, a.dtype)
+    lead = a.shape[:-2]
+    u_cols, vh_rows = (m, n) if full_matrices else (k, k)
+    return [
+        ShapedArray((*lead, m, u_cols), u_dtype),
+        ShapedArray((*lead, k), s_dtype),
+        ShapedArray((*lead, vh_rows, n), vh_dtype),
+    ]
+
+
+def _svdvals_aval(a: ShapedArray) -> ShapedArray:
+    _check_matrix(a, square=False)
+    (dtype,) = _result_dtypes(np.linalg.svdvals, a.dtype)
+    return ShapedArray((*a.shape[:-2], min(a.shape[-2:])), dtype)
+
+
+svd_p = _primitive(
+    "svd", lambda a, *, full_matrices: list(np.linalg.svd(a, full_matrices)), _svd_aval, multiple_results=True
+)
+svdvals_p = _primitive("svdvals", np.linalg.svdvals, _svdvals_aval)
+
+
+def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool) -> tuple[Any, Any]:
+    # a = U S V^T, P = U^T da V. ds = diag(P); U^T dU = F * (P S + S P^T) and
+    # V^T dV = F * (S P + P^T S) with F[i, j] = 1 / (s[j]^2 - s[i]^2); a
+    # non-square a adds the parts of dU (or dV) outside the span of U (or V).
+    (a,), (da,) = primals, tangents
+    _real_only("svd", a)
+    m, n = get_aval(a).shape[-2:]
+    if full_matrices and m != n:
+        raise NotImplementedError(
+            "the derivative of svd(a, full_matrices=True) of a non-square matrix is not defined (the "
+            "extra singular vectors are not unique); use full_matrices=False"
+        )
+    u, s, vh = svd(a, full_matrices=full_matrices)
+    v = _mT(vh)
+    p = _mm(_mT(u), _mm(da, v))
+    ds = _diagonal(p)
+    f = _inverse_gaps(ew.square(s))
+    s_row = _as_row(s)  # P S scales the columns of P, S P its rows
+    s_col = _as_column(s)
+    p_s, s_p = ew.mul(p, s_row), ew.mul(s_col, p)
+    du = _mm(u, ew.mul(f, ew.add(p_s, _mT(p_s))))
+    dv = _mm(v, ew.mul(f, ew.add(s_p, _mT(s_p))))
+    if m > n:
+        da_v = _mm(da, v)
+        du = ew.add(du, ew.div(ew.sub(da_v, _mm(u, p)), s_row))
+    elif n > m:
+        da_t_u = _mm(_mT(da), u)
+        dv = ew.add(dv, ew.div(ew.sub(da_t_u, _mm(v, _mT(p))), s_row))
+    return [u, s, vh], [du, ds, _mT(dv)]
+
+
+def _svdvals_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    (a,), (da,) = primals, tangents
+    _real_only("svdvals", a)
+    u, s, vh = svd(a, full_matrices=False)
+    return s, linalg.stacked_einsum("...ij,...ik,...jk->...j", u, da, vh)  # ds = diag(U^T da V)
+
+
+jvp_rules[svd_p] = _svd_jvp
+jvp_rules[svdvals_p] = _svdvals_jvp
+
+
+# --- the functions rules and the NumPy layer call ----------------------------------------
+
+solve: Callable[..., Any] = solve_p.bind
+inv: Callable[..., Any] = inv_p.bind
+adjugate: Callable[..., Any] = adjugate_p.bind
+pinv: Callable[..., Any] = pinv_p.bind
+det: Callable[..., Any] = det_p.bind
+slogdet: Callable[..., Any] = slogdet_p.bind
+cholesky: Callable[..., Any] = cholesky_p.bind
+qr: Callable[..., Any] = qr_p.bind
+eigh: Callable[..., Any] = eigh_p.bind
+eigvalsh: Callable[..., Any] = eigvalsh_p.bind
+svd: Callable[..., Any] = svd_p.bind
+svdvals: Callable[..., Any] = svdvals_p.bind

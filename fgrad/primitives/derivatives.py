@@ -7,6 +7,8 @@
   (Elementwise primitives give plain derivative factors instead: `JVPFactors`.)
 * `deflinear(prim)`, `defbilinear(prim)`: the jvp follows from the structure
   (`LINEAR`, `BILINEAR` in core.rules).
+* `defnojvp(prim)`: integer or boolean results (argmax, argsort, comparisons
+  of whole arrays): no tangent flows through.
 * `unbroadcast(ct, aval)`: broadcasting handled once for every transpose rule.
 """
 
@@ -22,7 +24,8 @@ from ..core.rules import BILINEAR, LINEAR, UndefinedPrimal, jvp_rules
 from ..core.trace import Primitive
 
 __all__ = [
-    "defjvp", "deflinear", "defbilinear", "zeros_like_value", "unbroadcast", "fit_to", "zeros", "is_linear",
+    "defjvp", "deflinear", "defbilinear", "defnojvp", "zeros_like_value", "unbroadcast", "fit_to", "zeros",
+    "is_linear",
 ]
 
 
@@ -50,6 +53,15 @@ def deflinear(prim: Primitive) -> None:
 def defbilinear(prim: Primitive) -> None:
     """`prim` is a product, linear in each argument separately (matmul)."""
     jvp_rules[prim] = BILINEAR
+
+
+def defnojvp(prim: Primitive) -> None:
+    """`prim` has integer or boolean results: no tangent flows through it."""
+
+    def jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[Any, None]:
+        return prim.bind(*primals, **params), None
+
+    jvp_rules[prim] = jvp
 
 
 def is_linear(x: Any) -> bool:

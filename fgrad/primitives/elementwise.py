@@ -5,29 +5,38 @@ Each member of the family is one line: a name, its NumPy function and the
 derivative of its output with respect to each argument, as a function of the
 primal output and inputs (`JVPFactors`: HIPS autograd's table style, read
 next to the calculus). Linear members carry their transpose on the next
-line. Shapes and dtypes are worked out once per combination of input avals
-and cached. All share one batch rule: NumPy broadcasting with the batch axis
-in front.
+line. Members without factors (comparisons, rounding, logical and bitwise
+operations, floor_divide) have no derivative. Shapes and dtypes are worked out
+once per combination of input avals (and params) and cached (`cached_aval`).
+All share one batch rule: NumPy broadcasting with the batch axis in front.
+
+Where a function has a kink or a singularity, the derivative there follows
+JAX: abs'(0) = sign'(x) = 0, ties of maximum/minimum/clip share the derivative
+equally, fmax/fmin select one argument as jnp.fmax does (at a tie, the
+second), sqrt'(0) = inf, and the derivative of 0**y in x (y == 0) is 0.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray, broadcast_shapes
+from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
 from ..core.rules import JVPFactors, UndefinedPrimal, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching
 from . import derivatives as d
 
-__all__ = ["elementwise"]
+__all__ = ["elementwise", "PYTHON_SCALAR_TYPES"]
 
 Factor = Callable[..., Any] | int | float | None
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
 
 
 def _dtype_sample(aval: ShapedArray) -> Any:
@@ -36,30 +45,30 @@ def _dtype_sample(aval: ShapedArray) -> Any:
     return aval.dtype.type(0).item() if aval.weak_type else np.empty(0, aval.dtype)
 
 
-def _compute_aval(np_fn: Callable[..., Any], avals: tuple[ShapedArray, ...]) -> ShapedArray:
+def _compute_aval(
+    np_fn: Callable[..., Any], avals: tuple[ShapedArray, ...], params: dict[str, Any]
+) -> ShapedArray:
     shape = broadcast_shapes(*(a.shape for a in avals))
     if all(a.weak_type for a in avals):
         samples = [np.empty(0, a.dtype) for a in avals]
     else:
         samples = [_dtype_sample(a) for a in avals]
     with np.errstate(all="ignore"):
-        dtype = np_fn(*samples).dtype
+        dtype = np.result_type(np_fn(*samples, **params))
     return ShapedArray(shape, dtype)
 
 
 def _elementwise_aval(np_fn: Callable[..., Any]) -> Callable[..., ShapedArray]:
-    cache: dict[tuple[ShapedArray, ...], ShapedArray] = {}  # avals are interned
+    def compute(*avals: ShapedArray, **params: Any) -> ShapedArray:
+        return _compute_aval(np_fn, avals, params)
 
-    def abstract_eval(*avals: ShapedArray) -> ShapedArray:
-        out = cache.get(avals)
-        if out is None:
-            out = cache[avals] = _compute_aval(np_fn, avals)
-        return out
-
-    return abstract_eval
+    return cached_aval(compute)
 
 
-_PYTHON_SCALARS = {float, int, bool, complex}
+#: Python's number types. NumPy types them weakly (NEP 50: a Python float does
+#: not widen a float32 array; bool, the lowest kind, widens nothing either),
+#: and their own operators differ from NumPy's ufuncs (1.0 / 0.0 raises).
+PYTHON_SCALAR_TYPES = frozenset({bool, int, float, complex})
 
 
 def _operator_impl(op: Callable[..., Any], np_fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -68,7 +77,7 @@ def _operator_impl(op: Callable[..., Any], np_fn: Callable[..., Any]) -> Callabl
     Two Python scalars go to the ufunc, so that 1.0 / 0.0 is inf, not an error."""
 
     def impl(x: Any, y: Any) -> Any:
-        if type(x) in _PYTHON_SCALARS and type(y) in _PYTHON_SCALARS:
+        if type(x) in PYTHON_SCALAR_TYPES and type(y) in PYTHON_SCALAR_TYPES:
             return np_fn(x, y)
         return op(x, y)
 
@@ -102,7 +111,7 @@ def _linear_ct(x: Any, ct: Any) -> Any:
 # --- unary: d(out)/dx as a function of (ans, x) -------------------------------------
 
 def _neg_impl(x: Any) -> Any:
-    return np.negative(x) if type(x) in _PYTHON_SCALARS else -x
+    return np.negative(x) if type(x) in PYTHON_SCALAR_TYPES else -x
 
 
 neg_p = elementwise("neg", np.negative, -1, impl=_neg_impl)
@@ -115,9 +124,90 @@ log_p = elementwise("log", np.log, lambda ans, x: div(1.0, x))
 tanh_p = elementwise("tanh", np.tanh, lambda ans, x: sub(1.0, square(ans)))
 sqrt_p = elementwise("sqrt", np.sqrt, lambda ans, x: div(0.5, ans))
 square_p = elementwise("square", np.square, lambda ans, x: mul(2.0, x))
-abs_p = elementwise("abs", np.absolute, lambda ans, x: sign(x))
+
+
+def _abs_factor(ans: Any, x: Any) -> Any:
+    if get_aval(x).dtype.kind != "c":
+        return sign(x)
+    # d|z| = Re(conj(z) dz) / |z| (0 at z = 0): the factor conj(z)/|z|, whose
+    # product with dz the output's real dtype then keeps the real part of.
+    return div(conj(x), where(eq(ans, 0), 1.0, ans))
+
+
+abs_p = elementwise("abs", np.absolute, _abs_factor)
 sign_p = elementwise("sign", np.sign)
 stop_gradient_p = elementwise("stop_gradient", np.positive)
+
+fabs_p = elementwise("fabs", np.fabs, lambda ans, x: sign(x))
+reciprocal_p = elementwise("reciprocal", np.reciprocal, lambda ans, x: neg(square(ans)))
+cbrt_p = elementwise("cbrt", np.cbrt, lambda ans, x: div(1 / 3, square(ans)))
+exp2_p = elementwise("exp2", np.exp2, lambda ans, x: mul(ans, _LN2))
+expm1_p = elementwise("expm1", np.expm1, lambda ans, x: add(ans, 1.0))
+log2_p = elementwise("log2", np.log2, lambda ans, x: div(1 / _LN2, x))
+log10_p = elementwise("log10", np.log10, lambda ans, x: div(1 / _LN10, x))
+log1p_p = elementwise("log1p", np.log1p, lambda ans, x: div(1.0, add(x, 1.0)))
+tan_p = elementwise("tan", np.tan, lambda ans, x: add(square(ans), 1.0))
+arcsin_p = elementwise("arcsin", np.arcsin, lambda ans, x: div(1.0, sqrt(sub(1.0, square(x)))))
+arccos_p = elementwise("arccos", np.arccos, lambda ans, x: div(-1.0, sqrt(sub(1.0, square(x)))))
+arctan_p = elementwise("arctan", np.arctan, lambda ans, x: div(1.0, add(square(x), 1.0)))
+sinh_p = elementwise("sinh", np.sinh, lambda ans, x: cosh(x))
+cosh_p = elementwise("cosh", np.cosh, lambda ans, x: sinh(x))
+arcsinh_p = elementwise("arcsinh", np.arcsinh, lambda ans, x: div(1.0, sqrt(add(square(x), 1.0))))
+# 1 / sqrt(x**2 - 1), factored so that it keeps its precision near x = 1.
+arccosh_p = elementwise(
+    "arccosh", np.arccosh, lambda ans, x: div(1.0, mul(sqrt(sub(x, 1.0)), sqrt(add(x, 1.0))))
+)
+arctanh_p = elementwise("arctanh", np.arctanh, lambda ans, x: div(1.0, sub(1.0, square(x))))
+deg2rad_p = elementwise("deg2rad", np.deg2rad, np.pi / 180)
+rad2deg_p = elementwise("rad2deg", np.rad2deg, 180 / np.pi)
+
+# sinc'(x) = (cos(pi x) - sinc(x)) / x cancels catastrophically near 0: below
+# |x| = 0.1 it is its Taylor series (to 1e-18), exact at 0 to every order.
+_SINC_SERIES = [(-1) ** k * 2 * k * np.pi ** (2 * k) / math.factorial(2 * k + 1) for k in range(1, 7)]
+
+
+def _sinc_derivative(ans: Any, x: Any) -> Any:
+    small = lt(absolute(x), 0.1)
+    safe = where(small, 1.0, x)
+    closed_form = div(sub(cos(mul(np.pi, safe)), ans), safe)
+    x2 = square(x)
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = add(mul(series, x2), c)
+    return where(small, mul(series, x), closed_form)
+
+
+sinc_p = elementwise("sinc", np.sinc, _sinc_derivative)
+
+# Piecewise constant: the derivative is zero everywhere it exists.
+floor_p = elementwise("floor", np.floor)
+ceil_p = elementwise("ceil", np.ceil)
+rint_p = elementwise("rint", np.rint)
+trunc_p = elementwise("trunc", np.trunc)
+round_p = elementwise("round", np.round)  # params: decimals
+
+nan_to_num_p = elementwise("nan_to_num", np.nan_to_num)
+
+
+def _nan_to_num_tangent(t: Any, ans: Any, x: Any, **params: Any) -> Any:
+    # The tangent where the input is finite (kept), 0 where it is replaced; the
+    # real and imaginary parts of a complex number are replaced each on its own.
+    if get_aval(x).dtype.kind != "c":
+        return where(isfinite(x), t, 0.0)
+    re = where(isfinite(real(x)), real(t), 0.0)
+    im = where(isfinite(imag(x)), imag(t), 0.0)
+    return add(re, mul(im, 1j))
+
+
+d.defjvp(nan_to_num_p, _nan_to_num_tangent)
+
+# Boolean (and, for invert, integer) valued: no derivative.
+isfinite_p = elementwise("isfinite", np.isfinite)
+isnan_p = elementwise("isnan", np.isnan)
+isinf_p = elementwise("isinf", np.isinf)
+signbit_p = elementwise("signbit", np.signbit)
+logical_not_p = elementwise("logical_not", np.logical_not)
+invert_p = elementwise("invert", np.invert)
 
 
 # --- binary: d(out)/dx and d(out)/dy as functions of (ans, x, y) ------------------
@@ -173,16 +263,106 @@ pow_p = elementwise(
 
 def _balanced_eq(x: Any, ans: Any, y: Any) -> Any:
     # 1 where x is the result, 0 where y is; where they tie each gets half
-    # the derivative (JAX's convention).
-    return where(eq(x, ans), where(eq(y, ans), 0.5, 1.0), 0.0)
+    # the derivative (JAX's convention). The constants take the result's
+    # dtype, so that a float32 derivative stays in float32.
+    dtype = get_aval(ans).dtype
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    one, half, zero = dtype.type(1), dtype.type(0.5), dtype.type(0)
+    return where(eq(x, ans), where(eq(y, ans), half, one), zero)
 
 
-max_p = elementwise(
-    "max", np.maximum, lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x)
+_SELECTED = (lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x))
+max_p = elementwise("max", np.maximum, *_SELECTED)
+min_p = elementwise("min", np.minimum, *_SELECTED)
+
+
+def _selects_first(compare: Callable[..., Any]) -> tuple[Factor, Factor]:
+    """The derivatives of jnp.fmax and jnp.fmin, where(compare(x, y) | isnan(y), x, y):
+    the selected argument's (a nan is selected only if both are; at a tie, y)."""
+
+    def first(ans: Any, x: Any, y: Any) -> Any:
+        return logical_or(compare(x, y), isnan(y))
+
+    return first, lambda ans, x, y: logical_not(first(ans, x, y))
+
+
+fmax_p = elementwise("fmax", np.fmax, *_selects_first(lambda x, y: gt(x, y)))
+fmin_p = elementwise("fmin", np.fmin, *_selects_first(lambda x, y: lt(x, y)))
+
+float_power_p = elementwise(
+    "float_power", np.float_power,
+    lambda ans, x, y: where(eq(y, 0), 0, mul(y, float_power(x, sub(y, 1)))),
+    lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))),
 )
-min_p = elementwise(
-    "min", np.minimum, lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x)
+
+# x = q * y + remainder with an integer q (floored for remainder, truncated for
+# fmod): d/dx = 1 and d/dy = -q, with q recovered from the result (rounded, so
+# it is the integer NumPy used). floor_divide, like JAX's, has no derivative.
+floor_divide_p = elementwise(
+    "floor_divide", np.floor_divide, impl=_operator_impl(operator.floordiv, np.floor_divide)
 )
+remainder_p = elementwise(
+    "remainder", np.remainder, 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))),
+    impl=_operator_impl(operator.mod, np.remainder),
+)
+fmod_p = elementwise("fmod", np.fmod, 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))))
+
+# |x| with the sign of y: d/dx = sign(x) * sign(y) (0 at x = 0, like abs); none in y.
+copysign_p = elementwise("copysign", np.copysign, lambda ans, x, y: mul(sign(x), sign(ans)), None)
+
+
+def _hypot_factor(ans: Any, x: Any, y: Any) -> Any:
+    # x / hypot(x, y), taken as 0 at x = y = 0 (where x is 0).
+    return div(x, where(eq(ans, 0), 1, ans))
+
+
+hypot_p = elementwise("hypot", np.hypot, _hypot_factor, lambda ans, x, y: _hypot_factor(ans, y, x))
+
+
+def _arctan2_denominator(x: Any, y: Any) -> Any:
+    return add(square(x), square(y))
+
+
+arctan2_p = elementwise(  # arctan2(x, y) is the angle of the point (y, x)
+    "arctan2", np.arctan2,
+    lambda ans, x, y: div(y, _arctan2_denominator(x, y)),
+    lambda ans, x, y: div(neg(x), _arctan2_denominator(x, y)),
+)
+
+
+def _log_add_share(exp_prim: Primitive) -> Callable[..., Any]:
+    """d/dx logaddexp(x, y) = base**(x - ans): at most 1, so large inputs cannot
+    overflow it. Where the result is infinite, x - ans would be nan: there the
+    derivative is maximum's (ties shared)."""
+
+    def share(ans: Any, x: Any, y: Any) -> Any:
+        finite = isfinite(ans)
+        inside = exp_prim.bind(sub(where(finite, x, 0.0), where(finite, ans, 0.0)))
+        return where(finite, inside, _balanced_eq(x, ans, y))
+
+    return share
+
+
+_logaddexp_share = _log_add_share(exp_p)
+_logaddexp2_share = _log_add_share(exp2_p)
+logaddexp_p = elementwise(
+    "logaddexp", np.logaddexp, _logaddexp_share, lambda ans, x, y: _logaddexp_share(ans, y, x)
+)
+logaddexp2_p = elementwise(
+    "logaddexp2", np.logaddexp2, _logaddexp2_share, lambda ans, x, y: _logaddexp2_share(ans, y, x)
+)
+
+# 0 for x < 0, h0 at x == 0, 1 for x > 0: the derivative in h0 is (x == 0).
+heaviside_p = elementwise("heaviside", np.heaviside, None, lambda ans, x, h0: eq(x, 0))
+
+# Boolean and integer valued: no derivative.
+logical_and_p = elementwise("logical_and", np.logical_and)
+logical_or_p = elementwise("logical_or", np.logical_or)
+logical_xor_p = elementwise("logical_xor", np.logical_xor)
+bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, impl=_operator_impl(operator.and_, np.bitwise_and))
+bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, impl=_operator_impl(operator.or_, np.bitwise_or))
+bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, impl=_operator_impl(operator.xor, np.bitwise_xor))
 
 eq_p = elementwise("eq", np.equal, impl=_operator_impl(operator.eq, np.equal))
 ne_p = elementwise("ne", np.not_equal, impl=_operator_impl(operator.ne, np.not_equal))
@@ -214,7 +394,7 @@ transpose_rules[where_p] = _where_transpose
 # --- with parameters ------------------------------------------------------------
 
 
-@functools.cache
+@cached_aval
 def _integer_pow_aval(x: ShapedArray, *, y: int) -> ShapedArray:
     with np.errstate(all="ignore"):
         return ShapedArray(x.shape, np.power(np.empty(0, x.dtype), y).dtype)
@@ -236,7 +416,10 @@ batching.defbatch_unary(integer_pow_p)
 
 
 def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:
-    return np.asarray(x).astype(new_dtype)[()]
+    x = np.asarray(x)
+    if x.dtype.kind == "c" and new_dtype.kind in "iuf":
+        x = x.real  # complex to real keeps the real part (NumPy would warn); to bool, both count
+    return x.astype(new_dtype)[()]
 
 
 def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
@@ -257,6 +440,60 @@ jvp_rules[convert_element_type_p] = _convert_jvp
 transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
     convert_element_type(ct, new_dtype=x.aval.dtype)
 ]
+
+
+# --- complex numbers: real, imag, conj (linear over the reals), angle ---------------------
+# Transposes follow JAX's convention (no conjugation of cotangents), so that
+# grad of a real function of z is df/dx - i df/dy, and of a holomorphic one f'(z).
+
+
+def _real_dtype(x: ShapedArray) -> np.dtype:
+    return np.empty(0, x.dtype).real.dtype
+
+
+def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+def _part_aval(x: ShapedArray) -> ShapedArray:
+    # A part of a Python complex is a Python float (np.real(1j)): weak, as its input.
+    return ShapedArray(x.shape, _real_dtype(x), x.weak_type)
+
+
+real_p = Primitive("real", np.real, _part_aval)
+d.deflinear(real_p)
+transpose_rules[real_p] = lambda ct, x: [
+    convert_element_type(ct, new_dtype=x.aval.dtype) if x.aval.dtype.kind == "c" else ct
+]
+batching.defbatch_unary(real_p)
+
+imag_p = Primitive("imag", np.imag, _part_aval)
+d.deflinear(imag_p)
+transpose_rules[imag_p] = lambda ct, x: [
+    mul(convert_element_type(ct, new_dtype=_complex_dtype(ct.dtype)), -1j) if x.aval.dtype.kind == "c"
+    else None
+]
+batching.defbatch_unary(imag_p)
+
+# np.conjugate is a ufunc: a bool gives int8, a Python scalar a NumPy scalar.
+conj_p = Primitive("conj", np.conjugate, _elementwise_aval(np.conjugate))
+d.deflinear(conj_p)
+transpose_rules[conj_p] = lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else ct]
+batching.defbatch_unary(conj_p)
+
+
+def _angle_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    (z,), (t,) = primals, tangents
+    ans = angle(z)
+    if get_aval(z).dtype.kind != "c":
+        return ans, None  # 0 or pi: piecewise constant
+    r2 = real(mul(z, conj(z)))
+    return ans, div(imag(mul(conj(z), t)), where(eq(r2, 0), 1.0, r2))
+
+
+angle_p = Primitive("angle", np.angle, lambda x: ShapedArray(x.shape, np.angle(np.empty(0, x.dtype)).dtype))
+jvp_rules[angle_p] = _angle_jvp
+batching.defbatch_unary(angle_p)
 
 
 # --- the functions rules and the NumPy layer call --------------------------------
@@ -288,3 +525,57 @@ ge: Callable[..., Any] = ge_p.bind
 where: Callable[..., Any] = where_p.bind
 integer_pow: Callable[..., Any] = integer_pow_p.bind
 convert_element_type: Callable[..., Any] = convert_element_type_p.bind
+real: Callable[..., Any] = real_p.bind
+imag: Callable[..., Any] = imag_p.bind
+conj: Callable[..., Any] = conj_p.bind
+angle: Callable[..., Any] = angle_p.bind
+fabs: Callable[..., Any] = fabs_p.bind
+reciprocal: Callable[..., Any] = reciprocal_p.bind
+cbrt: Callable[..., Any] = cbrt_p.bind
+exp2: Callable[..., Any] = exp2_p.bind
+expm1: Callable[..., Any] = expm1_p.bind
+log2: Callable[..., Any] = log2_p.bind
+log10: Callable[..., Any] = log10_p.bind
+log1p: Callable[..., Any] = log1p_p.bind
+tan: Callable[..., Any] = tan_p.bind
+arcsin: Callable[..., Any] = arcsin_p.bind
+arccos: Callable[..., Any] = arccos_p.bind
+arctan: Callable[..., Any] = arctan_p.bind
+sinh: Callable[..., Any] = sinh_p.bind
+cosh: Callable[..., Any] = cosh_p.bind
+arcsinh: Callable[..., Any] = arcsinh_p.bind
+arccosh: Callable[..., Any] = arccosh_p.bind
+arctanh: Callable[..., Any] = arctanh_p.bind
+deg2rad: Callable[..., Any] = deg2rad_p.bind
+rad2deg: Callable[..., Any] = rad2deg_p.bind
+sinc: Callable[..., Any] = sinc_p.bind
+floor: Callable[..., Any] = floor_p.bind
+ceil: Callable[..., Any] = ceil_p.bind
+rint: Callable[..., Any] = rint_p.bind
+trunc: Callable[..., Any] = trunc_p.bind
+round: Callable[..., Any] = round_p.bind
+nan_to_num: Callable[..., Any] = nan_to_num_p.bind
+isfinite: Callable[..., Any] = isfinite_p.bind
+isnan: Callable[..., Any] = isnan_p.bind
+isinf: Callable[..., Any] = isinf_p.bind
+signbit: Callable[..., Any] = signbit_p.bind
+logical_not: Callable[..., Any] = logical_not_p.bind
+invert: Callable[..., Any] = invert_p.bind
+fmax: Callable[..., Any] = fmax_p.bind
+fmin: Callable[..., Any] = fmin_p.bind
+float_power: Callable[..., Any] = float_power_p.bind
+floor_divide: Callable[..., Any] = floor_divide_p.bind
+remainder: Callable[..., Any] = remainder_p.bind
+fmod: Callable[..., Any] = fmod_p.bind
+copysign: Callable[..., Any] = copysign_p.bind
+hypot: Callable[..., Any] = hypot_p.bind
+arctan2: Callable[..., Any] = arctan2_p.bind
+logaddexp: Callable[..., Any] = logaddexp_p.bind
+logaddexp2: Callable[..., Any] = logaddexp2_p.bind
+heaviside: Callable[..., Any] = heaviside_p.bind
+logical_and: Callable[..., Any] = logical_and_p.bind
+logical_or: Callable[..., Any] = logical_or_p.bind
+logical_xor: Callable[..., Any] = logical_xor_p.bind
+bitwise_and: Callable[..., Any] = bitwise_and_p.bind
+bitwise_or: Callable[..., Any] = bitwise_or_p.bind
+bitwise_xor: Callable[..., Any] = bitwise_xor_p.bind

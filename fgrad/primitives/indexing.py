@@ -1,10 +1,21 @@
-"""Indexing: `getitem` (NumPy indexing with a static index) and `index_add`,
-its transpose (`x.at[idx].add(y)`: a copy of x with y added at idx). Their
-batch rules put the batch first and prepend a full slice to the index.
+"""Indexing: `getitem` (NumPy indexing with a static index) and the scatters,
+functional updates of the elements an index selects (`x.at[idx].op(y)`: a
+copy of x with y combined in at idx):
+
+| primitive | update | rules |
+|---|---|---|
+| index_add | `out[idx] += y` | linear; the transpose of getitem |
+| index_set | `out[idx] = y` | linear |
+| index_mul | `out[idx] *= y` | linear in x; full jvp |
+| index_min, index_max | `out[idx] = minimum(out[idx], y)` | full jvp, ties share |
 
 The index is a parameter, not an operand: ints, slices, None, Ellipsis, and
-concrete integer or boolean arrays. Integer-array indices may repeat, so
-index_add accumulates with `numpy.add.at` when the index holds arrays.
+concrete integer or boolean arrays. Integer-array indices may select an
+element several times. The combining scatters then apply every update
+(`numpy.ufunc.at`); index_set keeps the last write, in NumPy's order of
+assignment, and only the last write gets a derivative.
+
+Batch rules put the batch first and prepend a full slice to the index.
 """
 
 from __future__ import annotations
@@ -15,12 +26,20 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.rules import batch_rules, transpose_rules
+from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, shapes
 from . import derivatives as d
+from . import elementwise as ew
 
-__all__ = ["StaticIndex", "getitem", "index_add"]
+__all__ = [
+    "INDEX_DTYPE", "StaticIndex", "stand_in", "indexed_shape", "broadcasts_to", "occurrence_rounds",
+    "getitem", "index_add", "index_set", "index_mul", "index_min", "index_max",
+]
+
+
+#: The dtype of the indices fgrad computes (argmax, argsort, ...): NumPy's intp.
+INDEX_DTYPE = np.dtype(np.intp)
 
 
 class StaticIndex(tuple):
@@ -48,11 +67,19 @@ class StaticIndex(tuple):
     __repr__ = __str__
 
 
+def stand_in(shape: tuple[int, ...]) -> np.ndarray:
+    """An array of `shape` that takes no memory (zero strides): NumPy's shape
+    checks and errors run on it without touching data."""
+    return np.broadcast_to(np.empty((), np.int8), shape)
+
+
+def indexed_shape(shape: tuple[int, ...], idx: StaticIndex) -> tuple[int, ...]:
+    """The shape of ``x[idx]`` for an `x` of `shape` (NumPy's IndexError if `idx` does not fit)."""
+    return stand_in(shape)[tuple(idx)].shape
+
+
 def _getitem_aval(x: ShapedArray, *, idx: StaticIndex) -> ShapedArray:
-    # Index a zero-strided stand-in: NumPy works out the shape (and raises its
-    # own IndexError) without touching memory.
-    stand_in = np.broadcast_to(np.empty((), x.dtype), x.shape)
-    return ShapedArray(stand_in[tuple(idx)].shape, x.dtype)
+    return ShapedArray(indexed_shape(x.shape, idx), x.dtype)
 
 
 getitem_p = Primitive("getitem", lambda x, *, idx: x[tuple(idx)], _getitem_aval)
@@ -60,20 +87,101 @@ d.deflinear(getitem_p)
 transpose_rules[getitem_p] = lambda ct, x, *, idx: [index_add(d.zeros(x.aval), ct, idx=idx)]
 
 
-def _index_add_impl(x: Any, y: Any, *, idx: StaticIndex) -> Any:
+# --- the scatters ------------------------------------------------------------------
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether values of `shape` broadcast to `target` (without growing it)."""
+    if len(shape) > len(target):
+        return False
+    return all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
+
+
+def _scatter_aval(verb: str) -> Callable[..., ShapedArray]:
+    def abstract_eval(x: ShapedArray, y: ShapedArray, *, idx: StaticIndex) -> ShapedArray:
+        target = indexed_shape(x.shape, idx)
+        if not broadcasts_to(y.shape, target):
+            raise ValueError(f"cannot {verb} values of shape {y.shape} at an index selecting shape {target}")
+        return x.strip_weak_type()
+
+    return abstract_eval
+
+
+def _scatter_impl(ufunc: np.ufunc) -> Callable[..., Any]:
+    """`out[idx] = ufunc(out[idx], y)` on a copy of x; with `ufunc.at` when the
+    index holds arrays, so that an element selected twice gets both updates."""
+
+    def impl(x: Any, y: Any, *, idx: StaticIndex) -> Any:
+        out = np.array(x, copy=True)
+        if idx.has_arrays():
+            target = indexed_shape(out.shape, idx)
+            if np.shape(y) != target:
+                # NumPy 2.4's ufunc.at reads wrong memory when values of a lower rank
+                # broadcast against a multi-dimensional index (np.add.at(np.zeros(1),
+                # np.zeros((2, 2), int), [1.0, 2.0]) gives 3.0); a full-shape view is right.
+                y = np.broadcast_to(y, target)
+            ufunc.at(out, tuple(idx), y)
+        else:
+            target = tuple(idx)
+            out[target] = ufunc(out[target], y)
+        return out
+
+    return impl
+
+
+def _index_set_impl(x: Any, y: Any, *, idx: StaticIndex) -> Any:
     out = np.array(x, copy=True)
-    if idx.has_arrays():
-        np.add.at(out, tuple(idx), y)
-    else:
-        out[tuple(idx)] += y
+    out[tuple(idx)] = y
     return out
 
 
-def _index_add_aval(x: ShapedArray, y: ShapedArray, *, idx: StaticIndex) -> ShapedArray:
-    target = _getitem_aval(x, idx=idx).shape
-    if np.broadcast_shapes(y.shape, target) != target:
-        raise ValueError(f"cannot add values of shape {y.shape} at an index selecting shape {target}")
-    return x
+index_add_p = Primitive("index_add", _scatter_impl(np.add), _scatter_aval("add"))
+index_set_p = Primitive("index_set", _index_set_impl, _scatter_aval("set"))
+index_mul_p = Primitive("index_mul", _scatter_impl(np.multiply), _scatter_aval("multiply by"))
+index_min_p = Primitive("index_min", _scatter_impl(np.minimum), _scatter_aval("take the minimum with"))
+index_max_p = Primitive("index_max", _scatter_impl(np.maximum), _scatter_aval("take the maximum with"))
+
+
+def _selection_positions(shape: tuple[int, ...], idx: StaticIndex) -> np.ndarray:
+    """For each element ``x[idx]`` selects (in C order), its flat position in x."""
+    return np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[tuple(idx)].ravel()
+
+
+def _last_writes(shape: tuple[int, ...], idx: StaticIndex) -> np.ndarray | None:
+    """Which elements of the selection ``out[idx] = y`` keeps (the last writes to
+    each position, as NumPy assigns), or None if no position is selected twice."""
+    if not idx.has_arrays():
+        return None
+    selected = np.arange(int(np.prod(indexed_shape(shape, idx), dtype=np.int64)))
+    owner = np.full(shape, -1, selected.dtype)
+    owner[tuple(idx)] = selected.reshape(indexed_shape(shape, idx))
+    kept = owner[tuple(idx)] == selected.reshape(owner[tuple(idx)].shape)
+    return None if kept.all() else kept
+
+
+def occurrence_rounds(shape: tuple[int, ...], idx: StaticIndex
+                       ) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """The elements of the selection grouped into rounds that select each position
+    of x at most once (round r: the r-th selection of each position), with
+    the flat positions of the whole selection; None if no position repeats."""
+    if not idx.has_arrays():
+        return None
+    where = _selection_positions(shape, idx)
+    order = np.argsort(where, kind="stable")
+    ranked = where[order]
+    first = np.ones(len(ranked), bool)
+    first[1:] = ranked[1:] != ranked[:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(ranked)), 0))
+    rank = np.empty(len(ranked), np.int64)
+    rank[order] = np.arange(len(ranked)) - group_start
+    if not len(rank) or rank.max() == 0:
+        return None
+    return where, [np.flatnonzero(rank == r) for r in range(int(rank.max()) + 1)]
+
+
+# index_add and index_set are linear in (x, y) together.
+d.deflinear(index_add_p)
+d.deflinear(index_set_p)
 
 
 def _index_add_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[Any]:
@@ -82,18 +190,118 @@ def _index_add_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[A
     return [ct_x, ct_y]
 
 
-index_add_p = Primitive("index_add", _index_add_impl, _index_add_aval)
-d.deflinear(index_add_p)
+def _index_set_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[Any]:
+    # x reaches the output where it is not overwritten; y where its write is the last.
+    ct_x = index_set(ct, np.zeros((), ct.dtype), idx=idx) if d.is_linear(x) else None
+    ct_y = None
+    if d.is_linear(y):
+        ct_y = getitem(ct, idx=idx)
+        kept = _last_writes((x.aval if d.is_linear(x) else get_aval(x)).shape, idx)
+        if kept is not None:
+            ct_y = ew.where(kept, ct_y, np.zeros((), ct.dtype))
+        ct_y = d.unbroadcast(ct_y, y.aval)
+    return [ct_x, ct_y]
+
+
 transpose_rules[index_add_p] = _index_add_transpose
+transpose_rules[index_set_p] = _index_set_transpose
+
+
+def _others_product(x: Any, y: Any, idx: StaticIndex) -> Any:
+    """d out[p] / d y_j for out = index_mul(x, y): x[p] times the other factors
+    multiplied into position p, for each element j of the selection (no
+    division, so a zero factor is fine)."""
+    shape = get_aval(x).shape
+    target = indexed_shape(shape, idx)
+    rounds = occurrence_rounds(shape, idx)
+    if rounds is None:
+        return getitem(x, idx=idx)
+    where, groups = rounds
+    size = len(where)
+    flat_x = shapes.reshape(x, new_shape=(get_aval(x).size,))
+    if get_aval(y).shape != target:
+        y = shapes.broadcast_to(y, shape=target)
+    flat_y = shapes.reshape(y, new_shape=(size,))
+    factors = [getitem(flat_y, idx=StaticIndex((g,))) for g in groups]
+    positions = [StaticIndex((where[g],)) for g in groups]
+    before, after = [], [None] * len(groups)  # products of the earlier and later rounds' factors
+    acc = flat_x
+    for f, at in zip(factors, positions):
+        before.append(getitem(acc, idx=at))
+        acc = index_mul(acc, f, idx=at)
+    acc = np.ones(get_aval(x).size, get_aval(x).dtype)
+    for r in reversed(range(len(groups))):
+        after[r] = getitem(acc, idx=positions[r])
+        acc = index_mul(acc, factors[r], idx=positions[r])
+    by_round = shapes.concatenate(*(ew.mul(b, a) for b, a in zip(before, after)), axis=0)
+    inverse = np.empty(size, np.int64)
+    inverse[np.concatenate(groups)] = np.arange(size)
+    return shapes.reshape(getitem(by_round, idx=StaticIndex((inverse,))), new_shape=target)
+
+
+def _index_mul_jvp(primals: list[Any], tangents: list[Any], *, idx: StaticIndex) -> tuple[Any, Any]:
+    (x, y), (tx, ty) = primals, tangents
+    ans = index_mul(x, y, idx=idx)
+    out = None if tx is None else index_mul(tx, y, idx=idx)
+    if ty is not None:
+        from_y = index_add(d.zeros_like_value(ans), ew.mul(_others_product(x, y, idx), ty), idx=idx)
+        out = from_y if out is None else ew.add(out, from_y)
+    return ans, out
+
+
+def _index_mul_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[Any]:
+    assert not d.is_linear(y), "index_mul is linear in x only"
+    return [index_mul(ct, y, idx=idx), None]
+
+
+jvp_rules[index_mul_p] = _index_mul_jvp
+transpose_rules[index_mul_p] = _index_mul_transpose
+
+
+def _extremum_jvp(prim: Primitive) -> Callable[..., Any]:
+    """The tangent of whichever of x and the updates is the result at each
+    position; where several tie, the tangent is their average (JAX's convention)."""
+
+    def jvp(primals: list[Any], tangents: list[Any], *, idx: StaticIndex) -> tuple[Any, Any]:
+        (x, y), (tx, ty) = primals, tangents
+        ans = prim.bind(x, y, idx=idx)
+        dtype = get_aval(ans).dtype
+        x_wins = ew.convert_element_type(ew.eq(x, ans), new_dtype=dtype)
+        y_wins = ew.convert_element_type(ew.eq(y, getitem(ans, idx=idx)), new_dtype=dtype)
+        ties = index_add(x_wins, y_wins, idx=idx)  # >= 1: something is the result
+        out = None if tx is None else ew.mul(tx, ew.div(x_wins, ties))
+        if ty is not None:
+            y_share = ew.div(y_wins, getitem(ties, idx=idx))
+            from_y = index_add(d.zeros_like_value(ans), ew.mul(ty, y_share), idx=idx)
+            out = from_y if out is None else ew.add(out, from_y)
+        return ans, out
+
+    return jvp
+
+
+jvp_rules[index_min_p] = _extremum_jvp(index_min_p)
+jvp_rules[index_max_p] = _extremum_jvp(index_max_p)
+
+
+# --- batching -------------------------------------------------------------------
+
+
+def _is_advanced(i: Any) -> bool:
+    return isinstance(i, (np.ndarray, int))
+
 
 def _batched_index(idx: StaticIndex) -> tuple[StaticIndex, int]:
     """The index for a batch in front, and where the batch axis ends up: NumPy
-    moves the axes of separated integer-array indices to the front."""
+    moves the axes of advanced indices (arrays, and ints next to arrays) to the
+    front when a slice, None or Ellipsis separates them."""
     full = StaticIndex((slice(None), *idx))
-    positions = [i for i, e in enumerate(full) if isinstance(e, np.ndarray)]
-    if positions and positions[-1] - positions[0] + 1 != len(positions):
-        arrays = [e for e in full if isinstance(e, np.ndarray)]
-        return full, max(1 if a.dtype == bool else a.ndim for a in arrays)
+    if not full.has_arrays():
+        return full, 0
+    positions = [i for i, e in enumerate(full) if _is_advanced(e)]
+    if positions[-1] - positions[0] + 1 != len(positions):
+        ranks = [(1 if e.dtype == bool else e.ndim) if isinstance(e, np.ndarray) else 0
+                 for e in full if _is_advanced(e)]
+        return full, max(ranks)
     return full, 0
 
 
@@ -105,26 +313,38 @@ def _getitem_batch(args: list[Any], dims: list[Any], *, idx: StaticIndex) -> tup
 batch_rules[getitem_p] = _getitem_batch
 
 
-def _index_add_batch(args: list[Any], dims: list[Any], *, idx: StaticIndex) -> tuple[Any, int]:
-    (x, y), (dx, dy) = args, dims
-    full, moved = _batched_index(idx)
-    if moved:
-        raise NotImplementedError(
-            "batching index_add with integer-array indices separated by other indices is not "
-            "supported; put the array indices next to each other"
-        )
-    size = batching.batch_size(args, dims)
-    x = batching.with_batch_axis(x, dx, size)
-    if dy is not None:  # line one example of y up with the indexed part of one example of x
-        y = batching.move_axis(y, dy, 0)
-        selected = _getitem_aval(get_aval(x), idx=full).ndim
-        shape = get_aval(y).shape
-        if len(shape) < selected:
-            y = shapes.reshape(y, new_shape=(size,) + (1,) * (selected - len(shape)) + shape[1:])
-    return index_add(x, y, idx=full), 0
+def _scatter_batch(prim: Primitive) -> Callable[..., Any]:
+    def rule(args: list[Any], dims: list[Any], *, idx: StaticIndex) -> tuple[Any, int]:
+        (x, y), (dx, dy) = args, dims
+        full, batch_at = _batched_index(idx)
+        size = batching.batch_size(args, dims)
+        x = batching.with_batch_axis(x, dx, size)
+        # Line y up with the selection of the batched index, whose batch axis is
+        # at `batch_at`: pad one example of y to the rank of one example's
+        # selection, and put the batch axis (or a 1 for a shared y) there.
+        rank = len(indexed_shape(get_aval(x).shape, full)) - 1
+        if dy is not None:
+            y = batching.move_axis(y, dy, 0)
+            example = get_aval(y).shape[1:]
+            lead: tuple[int, ...] = (size,)
+        else:
+            example = get_aval(y).shape
+            lead = (1,) if batch_at else ()
+        if lead:
+            if dy is None or len(example) < rank:
+                y = shapes.reshape(y, new_shape=lead + (1,) * (rank - len(example)) + example)
+            y = batching.move_axis(y, 0, batch_at)
+        return prim.bind(x, y, idx=full), 0
+
+    return rule
 
 
-batch_rules[index_add_p] = _index_add_batch
+for _p in (index_add_p, index_set_p, index_mul_p, index_min_p, index_max_p):
+    batch_rules[_p] = _scatter_batch(_p)
 
 getitem: Callable[..., Any] = getitem_p.bind
 index_add: Callable[..., Any] = index_add_p.bind
+index_set: Callable[..., Any] = index_set_p.bind
+index_mul: Callable[..., Any] = index_mul_p.bind
+index_min: Callable[..., Any] = index_min_p.bind
+index_max: Callable[..., Any] = index_max_p.bind

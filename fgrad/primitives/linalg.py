@@ -1,39 +1,48 @@
-"""matmul with NumPy's semantics: 1-d operands are promoted to a row (left) or
-a column (right) and the added axis removed from the result; leading axes
-broadcast as a stack of matrices.
+"""Products: matmul and einsum.
 
-matmul is linear in each operand. Its transpose works on the promoted 2-d
-forms, so the 1-d cases need no rules of their own.
+matmul has NumPy's semantics: 1-d operands are promoted to a row (left) or a
+column (right) and the added axis removed from the result; leading axes
+broadcast as a stack of matrices. It is linear in each operand; its
+transpose works on the promoted 2-d forms, so the 1-d cases need no rules of
+their own.
+
+einsum takes normalized subscripts only: explicit output, one letter per
+axis, and every axis of a letter the same size (the NumPy layer expands
+`...`, infers implicit outputs and removes broadcast axes of size 1). It is
+multilinear: its jvp is the product rule (`defbilinear`), and its transpose
+with respect to one operand is another einsum of the cotangent with the
+other operands. Tensordot, inner, dot and the like are written on these two.
+
+`matrix_transpose` is shared with the decompositions.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
 from ..core.rules import UndefinedPrimal, batch_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, elementwise, shapes
 from . import derivatives as d
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "einsum", "parse_subscripts", "stacked_einsum", "matrix_transpose"]
 
 
-_matmul_avals: dict[tuple[ShapedArray, ShapedArray], ShapedArray] = {}
+def matrix_transpose(x: Any) -> Any:
+    """Each matrix of a stack (the last two axes) transposed."""
+    nd = len(x.shape)
+    return shapes.transpose(x, axes=(*range(nd - 2), nd - 1, nd - 2))
 
 
+@cached_aval
 def _matmul_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
-    out = _matmul_avals.get((a, b))
-    if out is None:
-        out = _matmul_avals[a, b] = _compute_matmul_aval(a.strip_weak_type(), b.strip_weak_type())
-    return out
-
-
-def _compute_matmul_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
+    a, b = a.strip_weak_type(), b.strip_weak_type()
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: an operand is 0-d (a scalar); use multiply or `*` instead")
     a_shape = (1, *a.shape) if a.ndim == 1 else a.shape
@@ -53,11 +62,6 @@ matmul_p = Primitive("matmul", np.matmul, _matmul_aval)
 d.defbilinear(matmul_p)
 
 
-def _swap_last(x: Any) -> Any:
-    nd = len(x.shape)
-    return shapes.transpose(x, axes=(*range(nd - 2), nd - 1, nd - 2))
-
-
 def _matrix_aval(aval: ShapedArray, left: bool) -> ShapedArray:
     if aval.ndim > 1:
         return aval
@@ -70,26 +74,32 @@ def _as_matrix(x: Any, aval: ShapedArray, left: bool) -> Any:
     return shapes.reshape(x, new_shape=_matrix_aval(aval, left).shape)
 
 
+def _cast(ct: Any, aval: ShapedArray) -> Any:
+    """`ct` in the dtype of the operand it is the cotangent of (a float32 operand
+    of a float64 product has a float32 cotangent)."""
+    return ct if ct.dtype == aval.dtype else elementwise.convert_element_type(ct, new_dtype=aval.dtype)
+
+
 def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     a_linear = type(a) is UndefinedPrimal
     a_aval = a.aval if a_linear else get_aval(a)
     b_aval = b.aval if type(b) is UndefinedPrimal else get_aval(b)
     if a_aval.ndim == 2 and b_aval.ndim <= 2:  # the common cases, without the general bookkeeping
         if not a_linear:
-            return [None, matmul(shapes.transpose(a, axes=(1, 0)), ct)]
+            return [None, _cast(matmul(shapes.transpose(a, axes=(1, 0)), ct), b_aval)]
         if b_aval.ndim == 2:
-            return [matmul(ct, shapes.transpose(b, axes=(1, 0))), None]
+            return [_cast(matmul(ct, shapes.transpose(b, axes=(1, 0))), a_aval), None]
         # matrix @ vector: the cotangent of the matrix is the outer product
-        return [elementwise.mul(shapes.reshape(ct, new_shape=(ct.shape[0], 1)), b), None]
+        return [_cast(elementwise.mul(shapes.reshape(ct, new_shape=(ct.shape[0], 1)), b), a_aval), None]
     a2, b2 = _matrix_aval(a_aval, left=True), _matrix_aval(b_aval, left=False)
     # Work on the 2-d forms: put back the axes that 1-d operands took out of ct.
     ct_shape = (*broadcast_shapes(a2.shape[:-2], b2.shape[:-2]), a2.shape[-2], b2.shape[-1])
     if ct.shape != ct_shape:
         ct = shapes.reshape(ct, new_shape=ct_shape)
     if a_linear:
-        ct_a = d.unbroadcast(matmul(ct, _swap_last(_as_matrix(b, b_aval, left=False))), a2)
+        ct_a = d.unbroadcast(matmul(ct, matrix_transpose(_as_matrix(b, b_aval, left=False))), a2)
         return [shapes.reshape(ct_a, new_shape=a_aval.shape) if a_aval.ndim == 1 else ct_a, None]
-    ct_b = d.unbroadcast(matmul(_swap_last(_as_matrix(a, a_aval, left=True)), ct), b2)
+    ct_b = d.unbroadcast(matmul(matrix_transpose(_as_matrix(a, a_aval, left=True)), ct), b2)
     return [None, shapes.reshape(ct_b, new_shape=b_aval.shape) if b_aval.ndim == 1 else ct_b]
 
 
@@ -155,3 +165,127 @@ def _matmul_batch(args: list[Any], dims: list[Any]) -> tuple[Any, int]:
 batch_rules[matmul_p] = _matmul_batch
 
 matmul: Callable[..., Any] = matmul_p.bind
+
+
+# --- einsum ----------------------------------------------------------------------
+
+
+def parse_subscripts(subscripts: str) -> tuple[list[str], str]:
+    """The input terms and the output term of normalized subscripts: ``"ij,jk->ik"``."""
+    inputs, output = subscripts.split("->")
+    return inputs.split(","), output
+
+
+def _letter_sizes(terms: list[str], shapes_: list[tuple[int, ...]]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes_):
+        for letter, n in zip(term, shape):
+            if sizes.setdefault(letter, n) != n:
+                raise ValueError(
+                    f"einsum: the axes labelled {letter!r} have different sizes ({sizes[letter]} and "
+                    f"{n}) in shapes {[tuple(s) for s in shapes_]}"
+                )
+    return sizes
+
+
+@cached_aval
+def _einsum_aval(*avals: ShapedArray, subscripts: str) -> ShapedArray:
+    inputs, output = parse_subscripts(subscripts)
+    if len(inputs) != len(avals) or any(len(t) != a.ndim for t, a in zip(inputs, avals)):
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} do not fit operands of shapes {[a.shape for a in avals]}"
+        )
+    sizes = _letter_sizes(inputs, [a.shape for a in avals])
+    dtype = np.result_type(*(a.dtype for a in avals))
+    return ShapedArray(tuple(sizes[c] for c in output), dtype)
+
+
+# Above this many multiply-adds, let NumPy pick a contraction order (and BLAS);
+# below, the direct C loop is cheaper than planning.
+_PLAN_THRESHOLD = 1 << 15
+_plans: dict[tuple[str, tuple[tuple[int, ...], ...]], bool] = {}
+
+
+def _einsum_impl(*operands: Any, subscripts: str) -> Any:
+    shapes_ = tuple(getattr(x, "shape", ()) for x in operands)
+    optimize = _plans.get((subscripts, shapes_))
+    if optimize is None:
+        sizes = _letter_sizes(parse_subscripts(subscripts)[0], list(shapes_))
+        optimize = len(operands) > 2 or math.prod(sizes.values()) > _PLAN_THRESHOLD
+        _plans[subscripts, shapes_] = optimize
+    return np.einsum(subscripts, *operands, optimize=optimize)
+
+
+einsum_p = Primitive("einsum", _einsum_impl, _einsum_aval)
+d.defbilinear(einsum_p)
+
+
+def _fresh_letters(used: str) -> Iterator[str]:
+    letters = (c for c in string.ascii_letters if c not in used)
+    yield from letters
+    raise ValueError("einsum: out of letters (at most 52 distinct axes)")
+
+
+def _einsum_transpose(ct: Any, *operands: Any, subscripts: str) -> list[Any]:
+    """The cotangent of the one linear operand: the cotangent contracted with the
+    other operands, onto that operand's subscripts. A letter repeated in the
+    operand (a diagonal) puts the result on a diagonal, through an identity
+    matrix; a letter only that operand has (summed away) broadcasts it, through
+    a vector of ones."""
+    inputs, output = parse_subscripts(subscripts)
+    (i,) = [k for k, x in enumerate(operands) if type(x) is UndefinedPrimal]
+    aval = operands[i].aval
+    target = inputs[i]
+    terms = [output] + [t for k, t in enumerate(inputs) if k != i]
+    args = [ct] + [x for k, x in enumerate(operands) if k != i]
+    present = set("".join(terms))
+    fresh = _fresh_letters(subscripts)
+    dtype = get_aval(ct).dtype
+    result = ""
+    for pos, letter in enumerate(target):
+        n = aval.shape[pos]
+        if letter in target[:pos]:  # a diagonal: a fresh letter tied to the first by an identity
+            new = next(fresh)
+            terms.append(letter + new)
+            args.append(np.eye(n, dtype=dtype))
+            result += new
+            continue
+        if letter not in present and letter not in target[pos + 1:]:
+            terms.append(letter)
+            args.append(np.ones(n, dtype=dtype))
+        result += letter
+    out = einsum(*args, subscripts=",".join(terms) + "->" + result)
+    cts: list[Any] = [None] * len(operands)
+    cts[i] = out if get_aval(out).dtype == aval.dtype else elementwise.convert_element_type(
+        out, new_dtype=aval.dtype
+    )
+    return cts
+
+
+transpose_rules[einsum_p] = _einsum_transpose
+
+
+def _einsum_batch(args: list[Any], dims: list[Any], *, subscripts: str) -> tuple[Any, int]:
+    inputs, output = parse_subscripts(subscripts)
+    letter = next(_fresh_letters(subscripts))
+    terms = [t if dim is None else t[:dim] + letter + t[dim:] for t, dim in zip(inputs, dims)]
+    return einsum(*args, subscripts=",".join(terms) + "->" + letter + output), 0
+
+
+batch_rules[einsum_p] = _einsum_batch
+
+einsum: Callable[..., Any] = einsum_p.bind
+
+
+def stacked_einsum(subscripts: str, *operands: Any) -> Any:
+    """einsum on stacks: ``...`` in `subscripts` stands for the same leading axes
+    of every operand (no broadcasting), e.g. ``"...ij,...ji->..."`` for the
+    trace of a product of two stacks of matrices."""
+    inputs, output = subscripts.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    core = len(terms[0].replace("...", ""))
+    lead = get_aval(operands[0]).ndim - core
+    fresh = _fresh_letters(subscripts)
+    letters = "".join(next(fresh) for _ in range(lead))
+    spec = ",".join(t.replace("...", letters) for t in terms) + "->" + output.replace("...", letters)
+    return einsum(*operands, subscripts=spec)

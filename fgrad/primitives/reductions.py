@@ -1,32 +1,49 @@
-"""Reductions over a tuple of axes: reduce_sum, reduce_max, reduce_min.
+"""Reductions over a tuple of axes (reduce_sum, reduce_prod, reduce_max,
+reduce_min, reduce_and, reduce_or), over one axis (argmax, argmin), and the
+cumulative operations along one axis (cumsum, cumprod).
 
 The axes are normalized (non-negative, sorted) by the NumPy layer, which also
-implements `keepdims` with a reshape. reduce_sum is linear; its transpose
-broadcasts the cotangent back. reduce_max/min share one jvp: the tangent at
-the locations of the extremum, averaged over ties (JAX's convention).
+implements `keepdims` with a reshape. reduce_sum and cumsum are linear; their
+transposes broadcast the cotangent back and sum it in the opposite direction.
+reduce_max/min share one jvp: the tangent at the locations of the extremum,
+averaged over ties (JAX's convention). Products never divide by the input, so
+their derivatives are right where elements are zero: reduce_prod multiplies
+exclusive cumulative products from both ends, and cumprod's jvp is the
+product rule run as a scan. Boolean and index results carry no derivative.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, cached_aval, get_aval
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
+from . import batching, indexing, shapes
 from . import derivatives as d
 from . import elementwise as ew
-from . import shapes
 
-__all__ = ["reduce_sum", "reduce_max", "reduce_min", "kept_shape"]
+__all__ = [
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "argmax", "argmin",
+    "cumsum", "cumprod", "kept_shape", "check_axes",
+]
 
 
 def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     """`shape` with the reduced axes kept as size 1."""
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def check_axes(x: ShapedArray, axes: tuple[int, ...]) -> None:
+    """The ValueError of a primitive given an axis (normalized: non-negative) that `x` does not have."""
+    if any(not 0 <= a < x.ndim for a in axes):
+        shown = axes[0] if len(axes) == 1 else axes
+        raise ValueError(f"axis {shown} is out of bounds for an array of dimension {x.ndim}")
 
 
 @functools.cache
@@ -37,20 +54,14 @@ def _reduction_dtype(np_fn: Callable[..., Any], dtype: np.dtype) -> np.dtype:
 def _reduction(
     name: str, np_fn: Callable[..., Any], ufunc: np.ufunc, empty_ok: bool
 ) -> Primitive:
-    cache: dict[tuple[ShapedArray, tuple[int, ...]], ShapedArray] = {}
-
+    @cached_aval
     def abstract_eval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
-        out = cache.get((x, axes))
-        if out is not None:
-            return out
-        if any(not 0 <= a < x.ndim for a in axes):
-            raise ValueError(f"axis {axes} is out of bounds for an array of dimension {x.ndim}")
+        check_axes(x, axes)
         if not empty_ok and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"zero-size array to reduction operation {np_fn.__name__} "
                              "which has no identity")
         shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
-        out = cache[x, axes] = ShapedArray(shape, _reduction_dtype(np_fn, x.dtype))
-        return out
+        return ShapedArray(shape, _reduction_dtype(np_fn, x.dtype))
 
     reduce = ufunc.reduce
 
@@ -99,7 +110,7 @@ jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 def _reduction_batch(prim: Primitive) -> Callable[..., Any]:
     def rule(args: list[Any], dims: list[Any], *, axes: tuple[int, ...]) -> tuple[Any, int]:
         (x,), (dim,) = args, dims
-        actual = tuple(a if a < dim else a + 1 for a in axes)  # the example's axes, skipping the batch
+        actual = tuple(batching.batched_axis(a, dim) for a in axes)
         return prim.bind(x, axes=actual), dim - sum(a < dim for a in actual)
 
     return rule
@@ -111,3 +122,157 @@ for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
 reduce_sum: Callable[..., Any] = reduce_sum_p.bind
 reduce_max: Callable[..., Any] = reduce_max_p.bind
 reduce_min: Callable[..., Any] = reduce_min_p.bind
+
+
+# --- products -------------------------------------------------------------------
+
+reduce_prod_p = _reduction("reduce_prod", np.prod, np.multiply, empty_ok=True)
+
+
+def _shift(x: Any, step: int, axis: int, reverse: bool, fill: float) -> Any:
+    """`x` moved `step` places along `axis` (towards the end, or the start if
+    `reverse`), the vacated places filled with `fill`: out[i] = x[i - step]."""
+    aval = get_aval(x)
+    n = aval.shape[axis]
+    pad = np.full(aval.shape[:axis] + (min(step, n),) + aval.shape[axis + 1:], fill, aval.dtype)
+    if step >= n:
+        return pad
+    kept = slice(step, None) if reverse else slice(0, n - step)
+    kept_part = indexing.getitem(x, idx=indexing.StaticIndex((*(slice(None),) * axis, kept)))
+    return shapes.concatenate(*((kept_part, pad) if reverse else (pad, kept_part)), axis=axis)
+
+
+def _others_product(x: Any, axis: int) -> Any:
+    """For each element, the product of the other elements along `axis`: the
+    exclusive cumulative products from the start and from the end, multiplied."""
+    before = _shift(cumprod(x, axis=axis, reverse=False), 1, axis, False, 1)
+    after = _shift(cumprod(x, axis=axis, reverse=True), 1, axis, True, 1)
+    return ew.mul(before, after)
+
+
+def _others_product_over(x: Any, axes: tuple[int, ...]) -> Any:
+    """`_others_product` over several axes: they are moved to the end and flattened into one."""
+    if len(axes) == 1:
+        return _others_product(x, axes[0])
+    shape = get_aval(x).shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = kept + axes
+    moved = shapes.transpose(x, axes=perm)
+    n = math.prod(shape[a] for a in axes)
+    flat = shapes.reshape(moved, new_shape=tuple(shape[i] for i in kept) + (n,))
+    others = shapes.reshape(_others_product(flat, len(kept)), new_shape=get_aval(moved).shape)
+    return shapes.transpose(others, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int, ...]) -> tuple[Any, Any]:
+    (x,), (g,) = primals, tangents
+    ans = reduce_prod(x, axes=axes)
+    if not axes:  # nothing reduced: the identity
+        return ans, g
+    return ans, reduce_sum(ew.mul(g, _others_product_over(x, axes)), axes=axes)
+
+
+jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+
+
+# --- all, any ---------------------------------------------------------------------
+
+reduce_and_p = _reduction("reduce_and", np.all, np.logical_and, empty_ok=True)
+reduce_or_p = _reduction("reduce_or", np.any, np.logical_or, empty_ok=True)
+d.defnojvp(reduce_and_p)
+d.defnojvp(reduce_or_p)
+
+for _p in (reduce_prod_p, reduce_and_p, reduce_or_p):
+    batch_rules[_p] = _reduction_batch(_p)
+
+
+# --- argmax, argmin over one axis -----------------------------------------------------
+
+def _index_reduction(name: str) -> Primitive:
+    def abstract_eval(x: ShapedArray, *, axis: int) -> ShapedArray:
+        check_axes(x, (axis,))
+        if x.shape[axis] == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], indexing.INDEX_DTYPE)
+
+    def impl(x: Any, *, axis: int) -> Any:
+        return getattr(np.asarray(x), name)(axis=axis)  # the method: no Python wrapper
+
+    prim = Primitive(name, impl, abstract_eval)
+    d.defnojvp(prim)
+
+    def batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[Any, int]:
+        (x,), (dim,) = args, dims
+        return prim.bind(x, axis=batching.batched_axis(axis, dim)), dim - (axis < dim)
+
+    batch_rules[prim] = batch
+    return prim
+
+
+argmax_p = _index_reduction("argmax")
+argmin_p = _index_reduction("argmin")
+
+
+# --- cumulative sums and products along one axis ------------------------------------
+
+
+def _cumulative(name: str, np_fn: Callable[..., Any], ufunc: np.ufunc) -> Primitive:
+    """`np_fn` along `axis`, from the start (or from the end if `reverse`)."""
+    accumulate = ufunc.accumulate
+
+    def abstract_eval(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
+        check_axes(x, (axis,))
+        return ShapedArray(x.shape, _reduction_dtype(np_fn, x.dtype))
+
+    def impl(x: Any, *, axis: int, reverse: bool) -> Any:
+        x = np.asarray(x)
+        flip = (slice(None),) * axis + (slice(None, None, -1),)
+        if reverse:
+            x = x[flip]
+        # The ufunc's accumulate skips the Python wrapper; np_fn widens small integers.
+        out = accumulate(x, axis=axis) if x.dtype.kind in "fc" else np_fn(x, axis=axis)
+        return out[flip] if reverse else out
+
+    prim = Primitive(name, impl, abstract_eval)
+
+    def batch(args: list[Any], dims: list[Any], *, axis: int, reverse: bool) -> tuple[Any, int]:
+        (x,), (dim,) = args, dims
+        return prim.bind(x, axis=batching.batched_axis(axis, dim), reverse=reverse), dim
+
+    batch_rules[prim] = batch
+    return prim
+
+
+cumsum_p = _cumulative("cumsum", np.cumsum, np.add)
+d.deflinear(cumsum_p)
+transpose_rules[cumsum_p] = lambda ct, x, *, axis, reverse: [cumsum(ct, axis=axis, reverse=not reverse)]
+
+cumprod_p = _cumulative("cumprod", np.cumprod, np.multiply)
+
+
+def _cumprod_jvp(primals: list[Any], tangents: list[Any], *, axis: int, reverse: bool) -> tuple[Any, Any]:
+    # The product rule as a scan (Hillis-Steele): after the step of size s each
+    # place holds the product of its last 2s elements and that product's
+    # tangent; joining a segment with the one before it multiplies the products
+    # and gives t_before * p + p_before * t. No division: zeros are fine.
+    (x,), (g,) = primals, tangents
+    n = get_aval(x).shape[axis]
+    products, t = x, g
+    step = 1
+    while step < n:
+        products_before = _shift(products, step, axis, reverse, 1)
+        t = ew.add(ew.mul(_shift(t, step, axis, reverse, 0), products), ew.mul(products_before, t))
+        products = ew.mul(products_before, products)
+        step *= 2
+    return cumprod(x, axis=axis, reverse=reverse), t
+
+
+jvp_rules[cumprod_p] = _cumprod_jvp
+
+reduce_prod: Callable[..., Any] = reduce_prod_p.bind
+reduce_and: Callable[..., Any] = reduce_and_p.bind
+reduce_or: Callable[..., Any] = reduce_or_p.bind
+argmax: Callable[..., Any] = argmax_p.bind
+argmin: Callable[..., Any] = argmin_p.bind
+cumsum: Callable[..., Any] = cumsum_p.bind
+cumprod: Callable[..., Any] = cumprod_p.bind

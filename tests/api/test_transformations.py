@@ -75,7 +75,7 @@ def test_grad_of_a_non_scalar_output_names_the_shape_and_the_alternatives():
     (2, "int64", "a Python int"), (np.arange(3), "int64", ""), (True, "bool", ""), (np.ones(2, bool), "bool", "")
 ])
 def test_grad_of_an_integer_or_bool_input_suggests_a_float(arg, dtype, extra):
-    expected = f"grad requires float inputs, but the argument `x` of f has dtype {dtype}"
+    expected = f"grad requires float or complex inputs, but the argument `x` of f has dtype {dtype}"
     with pytest.raises(TypeError, match=expected) as e:
         def f(x):
             return fnp.sum(x * 1.0)

@@ -11,19 +11,25 @@ from tests.strategies import values
 
 
 def _collect(attribute):
-    """Merge `attribute` (a dict or set) over the rule-test modules of tests/primitives."""
+    """Merge `attribute` (a dict or set) over the test modules of tests/primitives and
+    tests/numpy; a label defined twice is an error (one would hide the other)."""
     import importlib
     import pkgutil
 
+    import tests.numpy
     import tests.primitives
 
     merged = {}
-    for info in pkgutil.iter_modules(tests.primitives.__path__):
-        if info.name.startswith("test_"):
-            module = importlib.import_module(f"tests.primitives.{info.name}")
-            value = getattr(module, attribute, None)
-            if value:
-                merged.update(value if isinstance(value, dict) else dict.fromkeys(value, info.name))
+    for package in (tests.primitives, tests.numpy):
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("test_"):
+                module = importlib.import_module(f"{package.__name__}.{info.name}")
+                value = getattr(module, attribute, None)
+                if value:
+                    entries = value if isinstance(value, dict) else dict.fromkeys(value, info.name)
+                    repeated = sorted(set(entries) & set(merged))
+                    assert not repeated, f"{attribute} labels defined twice ({module.__name__}): {repeated}"
+                    merged.update(entries)
     return merged
 
 

@@ -1,0 +1,242 @@
+"""Generate docs/numpy-coverage.md: every public function of fgrad.numpy,
+fgrad.numpy.linalg and fgrad.scipy.special, and whether each works traced
+(eval), in forward mode (jvp), reverse mode (vjp) and under vmap.
+
+Nothing in the table is declared by hand: each cell is checked on sample
+inputs when the table is generated —
+* eval: traced to a jaxpr and evaluated, the values equal NumPy's (or SciPy's
+  function applied by fgrad without a transform);
+* jvp / reverse: fgrad.test_util.check_jvp / check_vjp against finite
+  differences, with respect to the floating-point arguments;
+* vmap: vmap over two examples equals a loop.
+
+Run `python docs/numpy_coverage.py` to rewrite the file; tests/test_docs.py
+fails when the committed table is out of date.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fgrad
+import fgrad.numpy as fnp
+import fgrad.scipy.special as fsp
+from fgrad.ir import eval_jaxpr
+from fgrad.test_util import check_jvp, check_vjp
+from fgrad.tree_util import tree_flatten, tree_map
+
+OUT = Path(__file__).with_name("numpy-coverage.md")
+
+# Distinct values away from the jumps of rounding (k/2) and of modular arithmetic.
+V = np.array([0.31, 0.47, 0.83])
+M = np.array([[0.61, 0.23, 0.37], [0.12, 0.71, 0.44], [0.58, 0.29, 0.93]])
+SPD = M @ M.T + 3 * np.eye(3)
+GENERIC: list[tuple[Any, ...]] = [(M,), (V,), (M, M), (V, V), (M, V)]
+
+# Functions that need particular arguments; every other one tries GENERIC in turn.
+EXPLICIT: dict[str, tuple[Any, ...]] = {
+    "arccosh": (1.5 + M,), "acosh": (1.5 + M,), "polygamma": (1, V + 0.5), "erfinv": (0.9 * V,),
+    "stack": ([V, 2 * V],), "concatenate": ([V, 2 * V],), "hstack": ([V, 2 * V],),
+    "vstack": ([V, 2 * V],), "dstack": ([V, 2 * V],), "column_stack": ([V, 2 * V],),
+    "split": (np.arange(1.0, 7.0) / 7, 3), "array_split": (V, 2), "take": (V, np.array([0, 2, 2])),
+    "take_along_axis": (M, np.argsort(M, axis=1), 1), "repeat": (V, 2), "tile": (V, 2), "pad": (V, 1),
+    "roll": (V, 1), "reshape": (M, (9,)), "expand_dims": (V, 0), "moveaxis": (M, 0, 1),
+    "swapaxes": (M, 0, 1), "broadcast_to": (V, (2, 3)), "einsum": ("ij,jk->ik", M, M),
+    "clip": (V, 0.4, 0.7), "where": (V > 0.4, V, 2 * V), "select": ([V > 0.4, V > 0.7], [V, 2 * V]),
+    "searchsorted": (np.sort(V), M.ravel()), "solve": (SPD, V), "matrix_power": (M, 3),
+    "multi_dot": ([M, M.T, M],), "cholesky": (SPD,), "eigh": (SPD,), "eigvalsh": (SPD,),
+    "heaviside": (V - 0.4, V), "full": ((2, 3), np.array(0.5)), "full_like": (M, 0.5),
+    "fmax": (V, 2 * V - 0.4), "fmin": (V, 2 * V - 0.4),  # away from ties, where fmax picks a side
+    "astype": (M, np.float32),
+    "lexsort": (np.stack([V, 2 * V]),), "partition": (M.ravel(), 4), "argpartition": (M.ravel(), 4),
+    "broadcast_arrays": (V, M), "meshgrid": (V, 2 * V), "atleast_1d": (V,), "diag": (V,),
+    "trace": (M,), "diagonal": (M,), "at": (V,), "unique": (np.round(M * 2),), "zeros": ((2, 3),),
+    "ones": ((2, 3),), "empty": ((2, 3),), "eye": (3,), "arange": (4.0,), "linspace": (0.0, 1.0, 5),
+    "logsumexp": (M,), "rot90": (M,), "lstsq": (M, V), "kron": (M, V), "outer": (V, 2 * V),
+    "tensordot": (M, M), "divmod": (V + 1.07, V), "remainder": (V + 1.07, V), "mod": (V + 1.07, V),
+    "fmod": (V + 1.07, V), "floor_divide": (V + 1.07, V), "float_power": (V, V), "power": (V, V),
+    "pow": (V, V),
+    "vecdot": (M, V), "vector_norm": (V,), "matrix_norm": (M,), "xlogy": (V, V), "xlog1py": (V, V),
+    "bitwise_and": (np.arange(4), np.arange(4)[::-1]), "bitwise_or": (np.arange(4), np.arange(4)[::-1]),
+    "bitwise_xor": (np.arange(4), np.arange(4)[::-1]), "invert": (np.arange(4),),
+    "bitwise_not": (np.arange(4),), "bitwise_invert": (np.arange(4),),
+}
+# Functional updates are reached through fgrad.numpy.at(x)[idx] (or x.at[idx] on traced values).
+AT_UPDATES = {
+    "at(x)[idx].set(v)": lambda x, v: fnp.at(x)[1:].set(v),
+    "at(x)[idx].add(v)": lambda x, v: fnp.at(x)[1:].add(v),
+    "at(x)[idx].multiply(v)": lambda x, v: fnp.at(x)[1:].multiply(v),
+    "at(x)[idx].min(v)": lambda x, v: fnp.at(x)[1:].min(v),
+    "at(x)[idx].max(v)": lambda x, v: fnp.at(x)[1:].max(v),
+    "at(x)[idx].get()": lambda x, v: fnp.at(x)[1:].get() * v,
+}
+# Piecewise constant in the values (no derivative by design), though their result is float.
+NO_DERIVATIVE = {"unique"}
+# Functions of shapes and constants: nothing traced goes in, nothing to differentiate.
+CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "linspace", "iscomplexobj", "isrealobj", "empty_like"}
+
+
+def functions() -> list[tuple[str, str, Callable[..., Any], Callable[..., Any] | None]]:
+    """(section, name, fgrad function, NumPy/SciPy reference or None)."""
+    out = []
+    for name in sorted(fnp.__all__):
+        f = getattr(fnp, name)
+        if callable(f) and not isinstance(f, type) and name not in ("linalg", "at"):
+            out.append(("fgrad.numpy", name, f, getattr(np, name, None)))
+    for name, f in AT_UPDATES.items():
+        out.append(("fgrad.numpy", name, f, None))
+    for name in fnp.linalg.__all__:
+        out.append(("fgrad.numpy.linalg", name, getattr(fnp.linalg, name), getattr(np.linalg, name, None)))
+    for name in fsp.__all__:
+        out.append(("fgrad.scipy.special", name, getattr(fsp, name), None))
+    return out
+
+
+def _array_positions(args: tuple[Any, ...], kinds: str) -> list[int]:
+    """The arguments that are arrays (or lists of them) of dtype kinds `kinds`."""
+    out = []
+    for i, a in enumerate(args):
+        leaves = tree_flatten(a)[0]
+        if (leaves and not isinstance(a, (tuple, str))
+                and all(isinstance(x, np.ndarray) and x.dtype.kind in kinds for x in leaves)):
+            out.append(i)
+    return out
+
+
+def _sample(name: str, f: Callable[..., Any]) -> tuple[Any, ...] | None:
+    if name in AT_UPDATES:
+        return (V, np.array([0.2, 0.9]))
+    for args in ([EXPLICIT[name]] if name in EXPLICIT else GENERIC):
+        try:
+            out = f(*args)
+        except Exception:
+            continue
+        if all(isinstance(x, (np.ndarray, np.generic, float, int, bool, complex))
+               for x in tree_flatten(out)[0]) and tree_flatten(out)[0]:
+            return args
+    return None
+
+
+def _numeric_leaves(x: Any) -> list[np.ndarray]:
+    return [np.asarray(leaf) for leaf in tree_flatten(x)[0]]
+
+
+def _second_example(x: np.ndarray) -> np.ndarray:
+    # Shrinking a float keeps what samples are built to have (sorted, symmetric positive definite,
+    # inside [-1, 1], positive); integers and booleans are reversed instead.
+    if x.dtype.kind in "fc":
+        return 0.75 * x
+    return x[::-1] if x.ndim else x
+
+
+def _close(a: Any, b: Any) -> bool:
+    la, lb = _numeric_leaves(a), _numeric_leaves(b)
+    return len(la) == len(lb) and all(
+        x.shape == y.shape and np.allclose(x, y, rtol=1e-10, atol=1e-12, equal_nan=True)
+        for x, y in zip(la, lb)
+    )
+
+
+def _check(name: str, f: Callable[..., Any], reference: Callable[..., Any] | None) -> dict[str, str]:
+    if name in CONSTANT:
+        return {"eval": "NumPy's (a constant)", "jvp": "—", "reverse": "—", "vmap": "—"}
+    args = _sample(name, f)
+    if args is None:
+        return {"eval": "not checked", "jvp": "not checked", "reverse": "not checked", "vmap": "not checked"}
+    cells: dict[str, str] = {}
+    expected = f(*args)  # no transform active: NumPy (or fgrad's eager code)
+    if reference is not None:
+        try:
+            same = _close(expected, reference(*args))
+        except Exception:
+            same = True  # the reference takes other arguments: nothing to compare
+        if not same:
+            return {"eval": "differs from NumPy", "jvp": "—", "reverse": "—", "vmap": "—"}
+    floats = _array_positions(args, "f")
+    arrays = floats or _array_positions(args, "biuf")
+
+    def on(positions: list[int]) -> Callable[..., Any]:
+        def g(*xs: Any) -> Any:
+            full = list(args)
+            for i, x in zip(positions, xs):
+                full[i] = x
+            return f(*full)
+
+        return g
+
+    g, fx = on(floats), [args[i] for i in floats]
+    try:
+        closed = fgrad.make_jaxpr(on(arrays))(*[args[i] for i in arrays])
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *tree_flatten([args[i] for i in arrays])[0])
+        cells["eval"] = "✓" if _close(outs, _numeric_leaves(expected)) else "✗ values differ"
+    except fgrad.ConcretizationTypeError:
+        cells["eval"] = "concrete values only"
+    except Exception as e:  # noqa: BLE001 - any failure is a finding for the table
+        cells["eval"] = f"✗ {type(e).__name__}"
+    differentiable = (floats and name not in NO_DERIVATIVE
+                      and any(leaf.dtype.kind in "fc" for leaf in _numeric_leaves(expected)))
+    for mode, check in (("jvp", check_jvp), ("reverse", check_vjp)):
+        if not differentiable:
+            cells[mode] = "— (no derivative)"
+            continue
+        try:
+            check(g, fx)
+            cells[mode] = "✓"
+        except AssertionError:
+            cells[mode] = "✗ wrong"
+        except Exception as e:  # noqa: BLE001
+            cells[mode] = f"✗ {type(e).__name__}"
+    if not arrays:
+        cells["vmap"] = "—"
+        return cells
+    try:
+        h, ax = on(arrays), [args[i] for i in arrays]
+        batch = [tree_map(lambda x: np.stack([x, _second_example(x)]), a) for a in ax]
+        got = fgrad.vmap(h)(*batch)
+        loop = [h(*[tree_map(lambda b, k=k: b[k], a) for a in batch]) for k in range(2)]
+        stacked = tree_map(lambda *xs: np.stack(xs), *loop)
+        cells["vmap"] = "✓" if _close(got, stacked) else "✗ values differ"
+    except fgrad.ConcretizationTypeError:
+        cells["vmap"] = "concrete values only"
+    except Exception as e:  # noqa: BLE001
+        cells["vmap"] = f"✗ {type(e).__name__}"
+    return cells
+
+
+def table() -> str:
+    lines = [
+        "# NumPy coverage",
+        "",
+        "Generated by `python docs/numpy_coverage.py`: every cell is checked on sample inputs, not",
+        "declared (see that script). **eval**: traced to a jaxpr and evaluated, equal to NumPy's result;",
+        "**jvp** / **reverse**: forward / reverse mode against finite differences; **vmap**: vmap over",
+        "two examples equals a loop. — means nothing to check (a constant, or no derivative: integer,",
+        "boolean or index results); *concrete values only* means the function needs values, not just",
+        "shapes (it works under grad, jvp and vjp, which trace with concrete values).",
+        "",
+    ]
+    section = None
+    for sec, name, f, reference in functions():
+        if sec != section:
+            section = sec
+            lines += ["", f"## {sec}", "", "| function | eval | jvp | reverse | vmap |",
+                      "|---|---|---|---|---|"]
+        c = _check(name, f, reference)
+        lines.append(f"| `{name}` | {c['eval']} | {c['jvp']} | {c['reverse']} | {c['vmap']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import warnings
+
+    warnings.simplefilter("ignore")
+    text = table()
+    if "--check" in sys.argv:
+        sys.exit(0 if OUT.read_text() == text else 1)
+    OUT.write_text(text)
+    print(f"wrote {OUT}")
