@@ -21,6 +21,13 @@ never receive a zero array they would have to build first.
   the others as values; `ct` is never None (a zero cotangent skips the
   equation); an entry of the result is None for a non-linear input or a zero.
   For a primitive with several results, `ct` is a list whose entries may be None.
+* ``transpose_in_place_rules[p](ct, *args, **params)``: optional, the same
+  contract, for a rule that may write its result into `ct`'s buffer. The
+  backward pass calls it instead only when `ct` is a large concrete array it
+  computed itself and holds the only reference to, so no one can observe the
+  write; the rule falls back to a new array when the result does not fit `ct`
+  (another shape or dtype). It saves fresh memory, which for large arrays
+  costs more than the arithmetic.
 * ``batch_rules[p](args, dims, **params) -> (out, out_dim)``
   `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
   on the parent trace and returns the result's batch axis.
@@ -41,13 +48,18 @@ from .avals import ShapedArray
 from .trace import Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "batch_rules", "Linearization", "UndefinedPrimal", "JVPFactors",
-    "JVPStructure", "LINEAR", "BILINEAR",
+    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "LARGE_ARRAY_BYTES",
+    "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
 
 jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Linearization] = {}
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
+transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
+
+# Arrays at least this large are worth checking whether their buffer can be
+# reused (below it, the check costs more than a new array).
+LARGE_ARRAY_BYTES = 1 << 18
 
 
 class UndefinedPrimal:

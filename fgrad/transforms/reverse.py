@@ -13,6 +13,7 @@ Works on flat lists of values: pytrees belong to the API layer.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,14 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.errors import missing_rule_error
-from ..core.rules import JVPFactors, Linearization, UndefinedPrimal, transpose_rules
+from ..core.rules import (
+    LARGE_ARRAY_BYTES,
+    JVPFactors,
+    Linearization,
+    UndefinedPrimal,
+    transpose_in_place_rules,
+    transpose_rules,
+)
 from ..core.trace import Primitive, ctx, tracing
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_jaxpr
@@ -230,6 +238,22 @@ def _undefined_primal(aval: ShapedArray) -> UndefinedPrimal:
     return u
 
 
+def _references(x: Any) -> int:
+    return sys.getrefcount(x)
+
+
+def _references_of_a_local() -> int:
+    probe = np.empty(0)
+    return _references(probe)
+
+
+# Cotangents the backward pass may overwrite: large arrays referenced by one
+# local variable of the backward pass and nothing else (no other cotangent,
+# no view, no caller). The count is measured the way it is checked, since it
+# differs between Python versions; without a GIL, reference counts do not say this.
+_SOLE_REFERENCE = _references_of_a_local() if getattr(sys, "_is_gil_enabled", lambda: True)() else -1
+
+
 def backward_pass(
     jaxpr: Jaxpr, consts: list[Any], cts_out: Sequence[Any], consume: bool = False
 ) -> list[Any]:
@@ -237,7 +261,11 @@ def backward_pass(
     outputs. Constants are the non-linear operands; every other variable is
     linear. A cotangent of None is zero, and equations whose outputs have only
     zero cotangents are skipped. With `consume`, `consts` is emptied and each
-    constant dropped after the last equation (in backward order) that uses it."""
+    constant dropped after the last equation (in backward order) that uses it.
+
+    A large cotangent the pass computed itself and alone refers to is
+    overwritten by its equation's transpose (`transpose_in_place_rules`) or
+    by the sum of cotangents, instead of filling fresh memory."""
     known: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     release: dict[int, list[Var]] = {}
     if consume:
@@ -285,6 +313,11 @@ def backward_pass(
         rule = transpose_rules.get(prim)
         if rule is None:
             raise missing_rule_error(prim.name, "transpose (reverse-mode)")
+        if (
+            type(ct) is np.ndarray and ct.nbytes >= LARGE_ARRAY_BYTES and prim in transpose_in_place_rules
+            and ct.base is None and ct.flags.writeable and _references(ct) == _SOLE_REFERENCE
+        ):
+            rule = transpose_in_place_rules[prim]
         try:
             cts_in = rule(ct, *args, **eqn.params)
         except FloatingPointError as e:  # from debug_nans: say where in the forward computation
@@ -294,7 +327,20 @@ def backward_pass(
         # A rule returns None for the non-linear operands, so any cotangent
         # it returns belongs to a linear variable.
         for a, c in zip(eqn.invars, cts_in):
-            if c is not None:
-                prev = cts.get(a)
-                cts[a] = c if prev is None else add(prev, c)
+            if c is None:
+                continue
+            prev = cts.pop(a, None)
+            if prev is None:
+                cts[a] = c
+            elif (
+                type(prev) is np.ndarray and prev.nbytes >= LARGE_ARRAY_BYTES and prev.base is None
+                and prev.flags.writeable and _references(prev) == _SOLE_REFERENCE
+                and np.result_type(prev, c) == prev.dtype and np.shape(c) == prev.shape
+            ):
+                cts[a] = np.add(prev, c, out=prev)
+            else:
+                cts[a] = add(prev, c)
+        # Drop this iteration's references, so that they do not keep the next
+        # cotangents from being overwritten.
+        ct = cts_in = c = prev = None
     return [cts.pop(v, None) for v in jaxpr.invars]

@@ -87,3 +87,86 @@ def test_grad_of_grad_of_a_vector_function():
     hvp = fgrad.grad(lambda x: fnp.sum(fgrad.grad(lambda y: fnp.sum(fnp.sin(y) ** 3))(x)))(x)
     expected = 6 * np.sin(x) * np.cos(x) ** 2 - 3 * np.sin(x) ** 3
     np.testing.assert_allclose(hvp, expected)
+
+
+# --- cotangents overwritten in place (transpose_in_place_rules) ---------------------------------
+
+BIG = 1 << 16  # float64 elements: 512 KiB, above LARGE_ARRAY_BYTES
+
+
+def _count_in_place_calls(monkeypatch):
+    from fgrad.core import rules
+
+    calls = []
+    for prim, rule in list(rules.transpose_in_place_rules.items()):
+        def counted(ct, *args, _rule=rule, _name=prim.name, **params):
+            calls.append(_name)
+            return _rule(ct, *args, **params)
+
+        monkeypatch.setitem(rules.transpose_in_place_rules, prim, counted)
+    return calls
+
+
+def test_large_cotangents_are_overwritten_and_the_gradient_is_unchanged(monkeypatch):
+    calls = _count_in_place_calls(monkeypatch)
+    x = np.linspace(-2.0, 2.0, BIG)
+    before = x.copy()
+
+    def f(x):
+        return fnp.sum(fnp.sin(x) * fnp.exp(-(x ** 2)) / 3.0)  # neg, and mul by factors
+
+    g = fgrad.grad(f)(x)
+    s, e = np.sin(x), np.exp(-x * x)
+    np.testing.assert_allclose(g, (np.cos(x) - 2 * x * s) * e / 3.0, rtol=1e-12, atol=1e-15)
+    assert {"mul", "neg"} <= set(calls)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_small_cotangents_are_never_overwritten(monkeypatch):
+    calls = _count_in_place_calls(monkeypatch)
+    fgrad.grad(lambda x: fnp.sum(-fnp.sin(x) * 2.0))(np.linspace(0.0, 1.0, 100))
+    assert calls == []
+
+
+def test_a_cotangent_someone_else_holds_is_not_overwritten():
+    x = np.linspace(0.0, 1.0, BIG)
+    y, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * 2.0, x)
+    ct = np.linspace(1.0, 2.0, BIG)
+    kept = ct.copy()
+    first = vjp_fn(ct)[0]
+    np.testing.assert_array_equal(ct, kept)  # the caller's cotangent
+    np.testing.assert_array_equal(vjp_fn(ct)[0], first)  # residuals intact for a second call
+    np.testing.assert_allclose(first, -2.0 * np.cos(x) * ct, rtol=1e-12)
+
+
+def test_values_returned_alongside_the_gradient_are_not_overwritten():
+    x = np.linspace(0.1, 1.0, BIG)
+
+    def f(x):
+        h = fnp.exp(x) * 2.0
+        return fnp.sum(-h), h  # h is both a residual and an aux output
+
+    (value, h), g = fgrad.value_and_grad(f, has_aux=True)(x)
+    np.testing.assert_allclose(h, 2.0 * np.exp(x), rtol=1e-12)
+    np.testing.assert_allclose(g, -2.0 * np.exp(x), rtol=1e-12)
+
+
+def test_a_cotangent_shared_by_two_inputs_is_not_overwritten_for_either():
+    x = np.linspace(0.1, 1.0, BIG)
+
+    def f(x, y):
+        z = x + y  # add's transpose hands the same cotangent to x and y
+        return fnp.sum(z * 3.0)
+
+    gx, gy = fgrad.grad(lambda x, y: f(-x, y / 2.0), argnums=(0, 1))(x, x.copy())
+    np.testing.assert_allclose(gx, np.full(BIG, -3.0))
+    np.testing.assert_allclose(gy, np.full(BIG, 1.5))
+
+
+def test_a_cotangent_is_cast_to_its_input_dtype_when_overwritten():
+    x = np.linspace(0.1, 1.0, BIG, dtype=np.float32)
+    w = np.linspace(1.0, 2.0, BIG)  # float64: the product, and its cotangent, are float64
+
+    g = fgrad.grad(lambda x: fnp.sum(-(x * w) * w))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, (-w * w).astype(np.float32), rtol=1e-6)
