@@ -6,7 +6,7 @@
 (np.float64(5.5), np.float64(-146.4131591025766))
 """
 
-from . import debug, numpy, scipy, tree_util
+from . import debug, numpy, optim, scipy, tree_util
 from .api import (
     ShapeDtypeStruct,
     grad,
@@ -38,5 +38,5 @@ __all__ = [
     "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "custom_jvp", "custom_vjp", "checkpoint",
     "remat", "debug", "debug_nans",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
-    "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "scipy", "tree_util",
+    "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
 ]
