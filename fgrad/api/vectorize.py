@@ -115,21 +115,15 @@ def vmap(
 
 def _batch_size(fun: Callable[..., Any], args: tuple[Any, ...], n_positional: int, kw_names: list[str],
                 leaves: list[Any], dims: list[Any], axis_size: int | None) -> int:
-    names = leaf_names(fun, args[:n_positional], range(n_positional)) if any(
-        d is not None for d in dims) else []
-    for k in kw_names:
-        names += [k + path for path in _paths(args[n_positional + kw_names.index(k)])]
-    sizes = []
-    for x, d, nm in zip(leaves, dims, names):
+    sizes: list[tuple[int, int, ShapedArray]] = []  # (leaf index, axis, aval) of each mapped leaf
+    bad_axis = None
+    for i, (x, d) in enumerate(zip(leaves, dims)):
         if d is None:
             continue
         aval = get_aval(x)
-        if not -aval.ndim <= d < aval.ndim:
-            raise ValueError(
-                f"vmap was asked to map argument `{nm}` along axis {d}, but it has only "
-                f"{aval.ndim} dimension{'s' if aval.ndim != 1 else ''} (shape {aval.shape})"
-            )
-        sizes.append((nm, d, aval, aval.shape[d]))
+        if not -aval.ndim <= d < aval.ndim and bad_axis is None:
+            bad_axis = i
+        sizes.append((i, d, aval))
     if not sizes:
         if axis_size is None:
             raise ValueError(
@@ -137,14 +131,26 @@ def _batch_size(fun: Callable[..., Any], args: tuple[Any, ...], n_positional: in
                 "how many examples there are"
             )
         return axis_size
-    distinct = {s for *_, s in sizes}
-    if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
-        lines = "\n".join(
-            f"  * argument `{nm}` ({aval.str_short()}): axis {d} has size {s}" for nm, d, aval, s in sizes
+    if bad_axis is None:
+        distinct = {aval.shape[d] for _, d, aval in sizes}
+        if len(distinct) == 1 and (axis_size is None or axis_size in distinct):
+            return distinct.pop()
+    # An error: only now name the leaves, which costs more than the checks.
+    names = leaf_names(fun, args[:n_positional], range(n_positional))
+    for k in kw_names:
+        names += [k + path for path in _paths(args[n_positional + kw_names.index(k)])]
+    if bad_axis is not None:
+        aval, d = get_aval(leaves[bad_axis]), dims[bad_axis]
+        raise ValueError(
+            f"vmap was asked to map argument `{names[bad_axis]}` along axis {d}, but it has only "
+            f"{aval.ndim} dimension{'s' if aval.ndim != 1 else ''} (shape {aval.shape})"
         )
-        extra = f"\n  * axis_size={axis_size}" if axis_size is not None else ""
-        raise ValueError(f"vmap got inconsistent sizes for the axes to be mapped:\n{lines}{extra}")
-    return sizes[0][3]
+    lines = "\n".join(
+        f"  * argument `{names[i]}` ({aval.str_short()}): axis {d} has size {aval.shape[d]}"
+        for i, d, aval in sizes
+    )
+    extra = f"\n  * axis_size={axis_size}" if axis_size is not None else ""
+    raise ValueError(f"vmap got inconsistent sizes for the axes to be mapped:\n{lines}{extra}")
 
 
 def _paths(tree: Any) -> list[str]:
@@ -156,11 +162,24 @@ def _paths(tree: Any) -> list[str]:
 # --- Jacobians ------------------------------------------------------------------
 
 
+# A fresh identity costs more in page faults than the arithmetic of a small
+# Jacobian; those of modest size are kept, read-only, for the next call.
+_CACHED_IDENTITY_BYTES = 1 << 22
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(n: int, dtype: np.dtype) -> np.ndarray:
+    eye = np.eye(n, dtype=dtype)
+    eye.flags.writeable = False
+    return eye
+
+
 def _std_basis(avals: Sequence[ShapedArray], dtype: np.dtype) -> list[np.ndarray]:
     """The standard basis of the flattened, concatenated `avals`, split back
     into arrays of shape (total size, *aval.shape)."""
     total = sum(a.size for a in avals)
-    eye = np.eye(total, dtype=dtype)
+    small = total * total * dtype.itemsize <= _CACHED_IDENTITY_BYTES
+    eye = _identity(total, dtype) if small else np.eye(total, dtype=dtype)
     out, start = [], 0
     for a in avals:
         out.append(eye[:, start:start + a.size].reshape(total, *a.shape))

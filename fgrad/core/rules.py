@@ -23,11 +23,15 @@ never receive a zero array they would have to build first.
   For a primitive with several results, `ct` is a list whose entries may be None.
 * ``transpose_in_place_rules[p](ct, *args, **params)``: optional, the same
   contract, for a rule that may write its result into `ct`'s buffer. The
-  backward pass calls it instead only when `ct` is a large concrete array it
-  computed itself and holds the only reference to, so no one can observe the
-  write; the rule falls back to a new array when the result does not fit `ct`
-  (another shape or dtype). It saves fresh memory, which for large arrays
-  costs more than the arithmetic.
+  backward pass calls it instead only when it computed `ct` itself and holds
+  the only reference to it, and the current trace agrees that `ct`'s memory
+  may be overwritten (`Trace.overwrite`: a large array owning its buffer, or
+  under vmap a batch of them), so no one can observe the write; the rule
+  falls back to a new array when the result does not fit `ct` (another shape
+  or dtype). It saves fresh memory, which for large arrays costs more than
+  the arithmetic. Such rules are elementwise and take no parameters: under
+  vmap they run on whole batches, the batch axis in front, and must work
+  with NumPy broadcasting over leading axes.
 * ``batch_rules[p](args, dims, **params) -> (out, out_dim)``
   `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
   on the parent trace and returns the result's batch axis.
@@ -45,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .avals import ShapedArray
-from .trace import Primitive
+from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "LARGE_ARRAY_BYTES",
@@ -56,10 +60,6 @@ jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Line
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
-
-# Arrays at least this large are worth checking whether their buffer can be
-# reused (below it, the check costs more than a new array).
-LARGE_ARRAY_BYTES = 1 << 18
 
 
 class UndefinedPrimal:

@@ -20,7 +20,7 @@ NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +37,12 @@ __all__ = [
     "ctx",
     "array_ops",
     "passthrough_types",
+    "LARGE_ARRAY_BYTES",
 ]
+
+# Arrays at least this large are worth checking whether their buffer can be
+# reused (below it, the check costs more than a new array).
+LARGE_ARRAY_BYTES = 1 << 18
 
 
 class Primitive:
@@ -93,6 +98,15 @@ class Trace:
         if x._trace.dead:
             raise escaped_tracer_error(x)
 
+    def overwrite(
+        self, rule: Callable[..., list[Any]], target: Any, args: Sequence[Any], params: dict[str, Any]
+    ) -> list[Any] | None:
+        """`rule(target, *args, **params)`, a rule allowed to write its result
+        into `target`'s memory, when this trace's value `target` has memory
+        that may be overwritten; None (nothing done) otherwise. The caller
+        holds the only reference to `target` and drops it afterwards."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.transform})"
 
@@ -110,6 +124,18 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return prim.impl(*args, **params)
+
+    def overwrite(
+        self, rule: Callable[..., list[Any]], target: Any, args: Sequence[Any], params: dict[str, Any]
+    ) -> list[Any] | None:
+        # A large array owning its writeable buffer: not a view, whose base
+        # someone else may hold, nor a read-only residual or constant.
+        if (
+            type(target) is np.ndarray and target.nbytes >= LARGE_ARRAY_BYTES and target.base is None
+            and target.flags.writeable
+        ):
+            return rule(target, *args, **params)
+        return None
 
 
 EVAL_TRACE = EvalTrace(None, "evaluation")

@@ -29,7 +29,7 @@ from ..core.rules import (
     transpose_in_place_rules,
     transpose_rules,
 )
-from ..core.trace import Primitive, ctx, tracing
+from ..core.trace import Primitive, Tracer, ctx, tracing
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_jaxpr
 from ..ir.staging import StagingTrace, StagingTracer
@@ -254,6 +254,19 @@ def _references_of_a_local() -> int:
 _SOLE_REFERENCE = _references_of_a_local() if getattr(sys, "_is_gil_enabled", lambda: True)() else -1
 
 
+def _may_overwrite(x: Any) -> bool:
+    # A cheap first test, before counting references and asking the trace:
+    # small arrays and scalars are not worth it.
+    return (type(x) is np.ndarray and x.nbytes >= LARGE_ARRAY_BYTES) or isinstance(x, Tracer)
+
+
+def _add_into(total: np.ndarray, c: Any) -> list[Any]:
+    """Accumulate cotangent `c` into `total`'s buffer (an overwrite rule)."""
+    if np.result_type(total, c) == total.dtype and np.shape(c) == total.shape:
+        return [np.add(total, c, out=total)]
+    return [elementwise.add(total, c)]
+
+
 def backward_pass(
     jaxpr: Jaxpr, consts: list[Any], cts_out: Sequence[Any], consume: bool = False
 ) -> list[Any]:
@@ -265,7 +278,8 @@ def backward_pass(
 
     A large cotangent the pass computed itself and alone refers to is
     overwritten by its equation's transpose (`transpose_in_place_rules`) or
-    by the sum of cotangents, instead of filling fresh memory."""
+    by the sum of cotangents, instead of filling fresh memory, when the
+    current trace agrees (`Trace.overwrite`)."""
     known: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     release: dict[int, list[Var]] = {}
     if consume:
@@ -279,6 +293,7 @@ def backward_pass(
             release.setdefault(i, []).append(const)
     cts: dict[Any, Any] = {}
     add = elementwise.add
+    trace = ctx.trace
     missing = object()
     undefined = _undefined
 
@@ -313,13 +328,15 @@ def backward_pass(
         rule = transpose_rules.get(prim)
         if rule is None:
             raise missing_rule_error(prim.name, "transpose (reverse-mode)")
-        if (
-            type(ct) is np.ndarray and ct.nbytes >= LARGE_ARRAY_BYTES and prim in transpose_in_place_rules
-            and ct.base is None and ct.flags.writeable and _references(ct) == _SOLE_REFERENCE
-        ):
-            rule = transpose_in_place_rules[prim]
         try:
-            cts_in = rule(ct, *args, **eqn.params)
+            cts_in = None
+            if (
+                prim in transpose_in_place_rules and _may_overwrite(ct)
+                and _references(ct) == _SOLE_REFERENCE
+            ):
+                cts_in = trace.overwrite(transpose_in_place_rules[prim], ct, args, eqn.params)
+            if cts_in is None:
+                cts_in = rule(ct, *args, **eqn.params)
         except FloatingPointError as e:  # from debug_nans: say where in the forward computation
             raise FloatingPointError(
                 f"{e}\n  in the backward pass, in the derivative of `{eqn.source}`"
@@ -332,15 +349,12 @@ def backward_pass(
             prev = cts.pop(a, None)
             if prev is None:
                 cts[a] = c
-            elif (
-                type(prev) is np.ndarray and prev.nbytes >= LARGE_ARRAY_BYTES and prev.base is None
-                and prev.flags.writeable and _references(prev) == _SOLE_REFERENCE
-                and np.result_type(prev, c) == prev.dtype and np.shape(c) == prev.shape
-            ):
-                cts[a] = np.add(prev, c, out=prev)
-            else:
-                cts[a] = add(prev, c)
+                continue
+            total = None
+            if _may_overwrite(prev) and _references(prev) == _SOLE_REFERENCE:
+                total = trace.overwrite(_add_into, prev, [c], {})
+            cts[a] = add(prev, c) if total is None else total[0]
         # Drop this iteration's references, so that they do not keep the next
         # cotangents from being overwritten.
-        ct = cts_in = c = prev = None
+        ct = cts_in = c = prev = total = None
     return [cts.pop(v, None) for v in jaxpr.invars]

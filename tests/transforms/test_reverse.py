@@ -170,3 +170,86 @@ def test_a_cotangent_is_cast_to_its_input_dtype_when_overwritten():
     g = fgrad.grad(lambda x: fnp.sum(-(x * w) * w))(x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, (-w * w).astype(np.float32), rtol=1e-6)
+
+
+# --- the same under vmap: batches of cotangents overwritten (BatchTrace.overwrite) -----------------
+
+WIDE = 256  # a batch of 256 vectors of 256 float64: 512 KiB
+
+
+def _count_accumulations(monkeypatch, calls):
+    from fgrad.transforms import reverse
+
+    add_into = reverse._add_into
+
+    def counted(total, c):
+        calls.append("add")
+        return add_into(total, c)
+
+    monkeypatch.setattr(reverse, "_add_into", counted)
+
+
+def test_jacrev_overwrites_its_batched_cotangents_and_matches_the_closed_form(monkeypatch):
+    calls = _count_in_place_calls(monkeypatch)
+    _count_accumulations(monkeypatch, calls)
+    rng = np.random.default_rng(0)
+    A, x = rng.standard_normal((WIDE, WIDE)) / 16, rng.standard_normal(WIDE)
+    A_before, x_before = A.copy(), x.copy()
+    jac = fgrad.jacrev(lambda x: fnp.tanh(A @ x) * x)
+
+    first = jac(x)
+    t = np.tanh(A @ x)
+    np.testing.assert_allclose(first, (1 - t**2)[:, None] * A * x[:, None] + np.diag(t), atol=1e-14)
+    assert {"mul", "add"} <= set(calls)  # tanh's factor, and the two paths to x summed, in place
+    np.testing.assert_array_equal(jac(x), first)
+    np.testing.assert_array_equal(A, A_before)
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_a_batch_of_cotangents_the_caller_holds_is_not_overwritten():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(WIDE)
+    y, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * 2.0 + x, x)
+    cts = rng.standard_normal((WIDE, WIDE))
+    kept = cts.copy()
+    batched = fgrad.vmap(vjp_fn)(cts)[0]
+    np.testing.assert_array_equal(cts, kept)
+    looped = np.stack([vjp_fn(ct)[0] for ct in cts])
+    np.testing.assert_allclose(batched, looped, rtol=1e-13)
+    np.testing.assert_array_equal(fgrad.vmap(vjp_fn)(cts)[0], batched)  # residuals intact
+
+
+@pytest.mark.parametrize("in_axes", [0, 1])
+def test_batched_cotangents_summed_back_to_a_smaller_rank_are_not_overwritten(in_axes):
+    # The linear input (3,) is broadcast against W (WIDE, 3) by the product:
+    # its cotangent must be summed back, which does not fit the batch in place.
+    rng = np.random.default_rng(2)
+    W = rng.standard_normal((WIDE, 3))
+    x = rng.standard_normal(3)
+
+    def f(x):
+        return -(fnp.exp(x) * W) * W
+
+    _, vjp_fn = fgrad.vjp(f, x)
+    cts = rng.standard_normal((WIDE, WIDE, 3))
+    batched = fgrad.vmap(vjp_fn, in_axes=in_axes)(cts)[0]
+    examples = cts if in_axes == 0 else np.moveaxis(cts, 1, 0)
+    looped = np.stack([-np.exp(x) * np.sum(ct * W * W, axis=0) for ct in examples])
+    np.testing.assert_allclose(batched, looped, rtol=1e-12)
+
+
+def test_residuals_batched_by_an_enclosing_vmap_are_read_not_written(monkeypatch):
+    # vjp inside vmap: the residuals are themselves batches, at axis 0.
+    calls = _count_in_place_calls(monkeypatch)
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((4, WIDE * WIDE // 4))
+    kept = xs.copy()
+
+    def grad_of_one(x):
+        return fgrad.grad(lambda x: fnp.sum(fnp.sin(x) * fnp.exp(-(x**2)) * 3.0))(x)
+
+    batched = fgrad.vmap(grad_of_one)(xs)
+    assert "mul" in calls
+    np.testing.assert_array_equal(xs, kept)
+    s, e = np.sin(xs), np.exp(-xs * xs)
+    np.testing.assert_allclose(batched, 3.0 * (np.cos(xs) - 2 * xs * s) * e, rtol=1e-12, atol=1e-15)
