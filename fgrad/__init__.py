@@ -6,7 +6,9 @@
 (np.float64(5.5), np.float64(-146.4131591025766))
 """
 
-from . import debug, numpy, optim, scipy, tree_util
+from typing import TYPE_CHECKING, Any
+
+from . import debug, numpy, scipy, tree_util
 from .api import (
     ShapeDtypeStruct,
     grad,
@@ -31,6 +33,9 @@ from .custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from .debug import debug_nans
 from .ir import ClosedJaxpr, Jaxpr, eval_jaxpr
 
+if TYPE_CHECKING:
+    from . import optim
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -40,3 +45,13 @@ __all__ = [
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # fgrad.optim is imported on first use: its classes cost a third of
+    # fgrad's own import time, which every user pays, optimizer or not.
+    if name == "optim":
+        import importlib
+
+        return importlib.import_module(".optim", __name__)
+    raise AttributeError(f"module 'fgrad' has no attribute {name!r}")

@@ -19,7 +19,6 @@ other operands. Tensordot, inner, dot and the like are written on these two.
 from __future__ import annotations
 
 import math
-import string
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -220,8 +219,11 @@ einsum_p = Primitive("einsum", _einsum_impl, _einsum_aval)
 d.defbilinear(einsum_p)
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # string.ascii_letters, without its import
+
+
 def _fresh_letters(used: str) -> Iterator[str]:
-    letters = (c for c in string.ascii_letters if c not in used)
+    letters = (c for c in _LETTERS if c not in used)
     yield from letters
     raise ValueError("einsum: out of letters (at most 52 distinct axes)")
 
