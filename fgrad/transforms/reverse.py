@@ -254,12 +254,6 @@ def _references_of_a_local() -> int:
 _SOLE_REFERENCE = _references_of_a_local() if getattr(sys, "_is_gil_enabled", lambda: True)() else -1
 
 
-def _may_overwrite(x: Any) -> bool:
-    # A cheap first test, before counting references and asking the trace:
-    # small arrays and scalars are not worth it.
-    return (type(x) is np.ndarray and x.nbytes >= LARGE_ARRAY_BYTES) or isinstance(x, Tracer)
-
-
 def _add_into(total: np.ndarray, c: Any) -> list[Any]:
     """Accumulate cotangent `c` into `total`'s buffer (an overwrite rule)."""
     if np.result_type(total, c) == total.dtype and np.shape(c) == total.shape:
@@ -330,8 +324,11 @@ def backward_pass(
             raise missing_rule_error(prim.name, "transpose (reverse-mode)")
         try:
             cts_in = None
+            # Cheap tests first (small arrays and scalars are not worth it),
+            # then the references, then the trace's say (Trace.overwrite).
             if (
-                prim in transpose_in_place_rules and _may_overwrite(ct)
+                prim in transpose_in_place_rules
+                and ((type(ct) is np.ndarray and ct.nbytes >= LARGE_ARRAY_BYTES) or isinstance(ct, Tracer))
                 and _references(ct) == _SOLE_REFERENCE
             ):
                 cts_in = trace.overwrite(transpose_in_place_rules[prim], ct, args, eqn.params)
@@ -351,7 +348,10 @@ def backward_pass(
                 cts[a] = c
                 continue
             total = None
-            if _may_overwrite(prev) and _references(prev) == _SOLE_REFERENCE:
+            if (
+                ((type(prev) is np.ndarray and prev.nbytes >= LARGE_ARRAY_BYTES) or isinstance(prev, Tracer))
+                and _references(prev) == _SOLE_REFERENCE
+            ):
                 total = trace.overwrite(_add_into, prev, [c], {})
             cts[a] = add(prev, c) if total is None else total[0]
         # Drop this iteration's references, so that they do not keep the next
