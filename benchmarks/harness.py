@@ -14,6 +14,7 @@ summary table at the end.
 from __future__ import annotations
 
 import importlib
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -62,17 +63,22 @@ def interleaved(
 ) -> dict[str, Timing]:
     """Time each contender `number` calls at a time, `repeats` times, interleaved.
 
-    In repetition r the contenders run in the order rotated by r, so none is
-    always first (warm caches) or last. Returns per contender the median time
-    per call, a float that also carries the per-repetition times (for ratios).
+    Each repetition runs the contenders in a new (seeded) random order, so
+    none is always first (warm caches) or last, and none always follows the
+    same other one: a contender that leaves threads spinning or memory to be
+    trimmed (PyTorch's thread pool, glibc's heap) must not always slow down
+    the same neighbour, as it did under a fixed rotation. Returns per
+    contender the median time per call, a float that also carries the
+    per-repetition times (for ratios).
     """
     names = list(contenders)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for fn in contenders.values():  # warm-up: first calls build caches, import lazily
         fn()
     for r in range(repeats):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+        order = names[:]
+        random.Random(r).shuffle(order)
+        for name in order:
             fn = contenders[name]
             t0 = time.perf_counter()
             for _ in range(number):
