@@ -253,3 +253,18 @@ def test_residuals_batched_by_an_enclosing_vmap_are_read_not_written(monkeypatch
     np.testing.assert_array_equal(xs, kept)
     s, e = np.sin(xs), np.exp(-xs * xs)
     np.testing.assert_allclose(batched, 3.0 * (np.cos(xs) - 2 * xs * s) * e, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("in_axes", [0, 1])
+def test_cotangents_batched_by_two_nested_vmaps_are_overwritten_correctly(monkeypatch, in_axes):
+    calls = _count_in_place_calls(monkeypatch)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(512)
+    _, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * fnp.exp(x) * 2.0, x)
+    cts = rng.standard_normal((8, 16, 512))  # 8 x 16 examples: 512 KiB in all
+    kept = cts.copy()
+    batched = fgrad.vmap(fgrad.vmap(vjp_fn), in_axes=in_axes)(cts)[0]
+    looped = np.stack([np.stack([vjp_fn(ct)[0] for ct in row]) for row in cts])
+    np.testing.assert_allclose(batched, looped if in_axes == 0 else np.moveaxis(looped, 1, 0), rtol=1e-13)
+    assert "neg" in calls
+    np.testing.assert_array_equal(cts, kept)
