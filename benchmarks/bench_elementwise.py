@@ -79,7 +79,7 @@ def main() -> None:
         if not np.allclose(np.asarray(fn()), expected, rtol=1e-9, atol=1e-12):
             raise SystemExit(f"elementwise: {name} gradient differs from the hand-written one")
 
-    results = interleaved(contenders, repeats=30, number=2)
+    results = interleaved(contenders, repeats=30, number=2, baseline="hand-written numpy")
     report("Elementwise 1e6 grad: fgrad / hand-written", results, "hand-written numpy", target=TARGET)
 
 

@@ -91,8 +91,8 @@ def main() -> None:
             raise SystemExit(f"W1: {name} gradient {got} differs from the reference {expected}")
 
     repeats = 100 if len(contenders) <= 2 else 60
-    results = interleaved(contenders, repeats=repeats, number=5)
     baseline = "autograd" if autograd is not None else "fgrad"
+    results = interleaved(contenders, repeats=repeats, number=5, baseline=baseline)
     report("W1 scalar chain: fgrad / autograd", results, baseline,
            target=TARGET if autograd is not None else None)
     print("  per primitive (total / 300):")

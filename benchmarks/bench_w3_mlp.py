@@ -168,7 +168,7 @@ def main() -> None:
         ):
             raise SystemExit(f"W3: {name} gradient differs from the hand-written one")
 
-    results = interleaved(contenders, repeats=80, number=2)
+    results = interleaved(contenders, repeats=80, number=2, baseline="hand-written numpy")
     report("W3 MLP time: fgrad / hand-written", results, "hand-written numpy", target=TIME_TARGET)
 
     print("\n  peak memory of one value_and_grad (tracemalloc):")

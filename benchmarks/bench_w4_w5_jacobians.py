@@ -59,8 +59,8 @@ def run(title: str, contenders: dict[str, Callable[[], Any]], expected: np.ndarr
     for name, fn in contenders.items():
         if not np.allclose(fn(), expected, atol=1e-8):
             raise SystemExit(f"{title}: {name} differs from the closed form")
-    results = interleaved(contenders, repeats=repeats, number=number)
     baseline = "autograd" if "autograd" in contenders else "closed form (numpy)"
+    results = interleaved(contenders, repeats=repeats, number=number, baseline=baseline)
     for subject in subjects:
         report(f"{title}: {subject} / {baseline}", results, baseline,
                target=TARGET if baseline == "autograd" else None, subject=subject)

@@ -70,8 +70,8 @@ def main() -> None:
         if not np.allclose(got, expected, rtol=1e-9):
             raise SystemExit(f"W7: {name} gradient differs from the closed form:\n{got}\n{expected}")
 
-    results = interleaved(contenders, repeats=100, number=50)
     baseline = "autograd" if autograd is not None else "fgrad"
+    results = interleaved(contenders, repeats=100, number=50, baseline=baseline)
     report("W7 small layer: fgrad / autograd", results, baseline,
            target=TARGET if autograd is not None else None)
 

@@ -3,9 +3,15 @@
 The machine these run on is noisy: timings swing by tens of percent between
 runs. So contenders are never timed one after the other in separate blocks;
 `interleaved` runs every contender once per repetition, in an order that
-rotates from one repetition to the next, and reports medians. The ratios
+changes from one repetition to the next, and reports medians. The ratios
 between contenders (medians of per-repetition ratios) are much steadier than
 the absolute times.
+
+PyTorch's OpenMP threads spin after each parallel call by default, and on
+two cores they halve the speed of whatever runs next (measured on W3: the
+hand-written NumPy pass took 5.7 ms after a PyTorch call, 2.5 ms after any
+other). Importing this module asks OpenMP to let idle threads sleep
+(OMP_WAIT_POLICY=PASSIVE, unless set already), before any peer is imported.
 
 Results are also collected in `TARGETS` so that `run_all.py` can print one
 summary table at the end.
@@ -14,6 +20,7 @@ summary table at the end.
 from __future__ import annotations
 
 import importlib
+import os
 import random
 import statistics
 import time
@@ -21,11 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 class Timing(float):
-    """Median seconds per call (the float value), with the per-repetition times in `samples`."""
+    """Median seconds per call (the float value), with the per-repetition times
+    in `samples` and, when timed in pairs, the baseline's times of the same
+    repetitions in `paired`."""
 
     samples: list[float]
+    paired: list[float] | None = None
 
     def __new__(cls, samples: list[float]) -> Timing:
         self = super().__new__(cls, statistics.median(samples))
@@ -59,22 +71,44 @@ def optional_import(name: str) -> ModuleType | None:
 
 
 def interleaved(
-    contenders: dict[str, Callable[[], object]], repeats: int, number: int
+    contenders: dict[str, Callable[[], object]], repeats: int, number: int, baseline: str | None = None
 ) -> dict[str, Timing]:
     """Time each contender `number` calls at a time, `repeats` times, interleaved.
 
     Each repetition runs the contenders in a new (seeded) random order, so
     none is always first (warm caches) or last, and none always follows the
-    same other one: a contender that leaves threads spinning or memory to be
-    trimmed (PyTorch's thread pool, glibc's heap) must not always slow down
-    the same neighbour, as it did under a fixed rotation. Returns per
-    contender the median time per call, a float that also carries the
-    per-repetition times (for ratios).
+    same other one. Returns per contender the median time per call, a float
+    that also carries the per-repetition times (for ratios).
+
+    With `baseline`, each other contender is instead interleaved with the
+    baseline alone, one pair after another, and its ratios are taken to the
+    baseline's times of its own pair: a peer that leaves threads spinning or
+    a heap to trim (JAX's and PyTorch's thread pools, glibc) then slows only
+    its own pair, never fgrad's comparison with its baseline.
     """
-    names = list(contenders)
-    samples: dict[str, list[float]] = {n: [] for n in names}
     for fn in contenders.values():  # warm-up: first calls build caches, import lazily
         fn()
+    if baseline is None:
+        return _interleave(contenders, list(contenders), repeats, number)
+    results: dict[str, Timing] = {}
+    pooled: list[float] = []
+    for name in contenders:
+        if name == baseline:
+            continue
+        pair = _interleave(contenders, [baseline, name], repeats, number)
+        results[name] = pair[name]
+        results[name].paired = pair[baseline].samples
+        pooled += pair[baseline].samples
+    if not pooled:  # the baseline alone
+        pooled = _interleave(contenders, [baseline], repeats, number)[baseline].samples
+    results[baseline] = Timing(pooled)
+    return {n: results[n] for n in contenders}
+
+
+def _interleave(
+    contenders: dict[str, Callable[[], object]], names: list[str], repeats: int, number: int
+) -> dict[str, Timing]:
+    samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(repeats):
         order = names[:]
         random.Random(r).shuffle(order)
@@ -88,10 +122,13 @@ def interleaved(
 
 
 def ratio(results: dict[str, Timing], name: str, baseline: str) -> float:
-    """Median over repetitions of time(name) / time(baseline) in the same repetition."""
-    return statistics.median(
-        a / b for a, b in zip(results[name].samples, results[baseline].samples)
-    )
+    """Median over repetitions of time(name) / time(baseline) in the same
+    repetition (of the same pair, when timed in pairs)."""
+    if name == baseline:
+        return 1.0
+    mine = results[name]
+    theirs = mine.paired if mine.paired is not None else results[baseline].samples
+    return statistics.median(a / b for a, b in zip(mine.samples, theirs))
 
 
 def format_time(seconds: float) -> str:
@@ -115,6 +152,9 @@ def report(
     it (PASS when <=), recorded in TARGETS, and returned.
     """
     print(f"\n{title}")
+    if any(r.paired is not None for r in results.values()):
+        print(f"  (each contender timed in a pair with {baseline}: its ratio is to the baseline's times in")
+        print("  that pair; the baseline's median is over all pairs)")
     print(f"  {'contender':<22} {'median/call':>12}  {'ratio':>7}  vs {baseline}")
     measured = None
     for name, res in results.items():
