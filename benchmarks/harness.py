@@ -1,11 +1,11 @@
 """Shared helpers for the benchmark scripts.
 
 The machine these run on is noisy: timings swing by tens of percent between
-runs. So contenders are never timed one after the other in separate blocks;
-`interleaved` runs every contender once per repetition, in an order that
-changes from one repetition to the next, and reports medians. The ratios
-between contenders (medians of per-repetition ratios) are much steadier than
-the absolute times.
+runs. So a contender is never timed in one block and its baseline in
+another: `interleaved` alternates each contender with its baseline, in an
+order that changes from one repetition to the next, and reports medians. The
+ratios (medians of per-repetition ratios) are much steadier than the
+absolute times.
 
 PyTorch's OpenMP threads spin after each parallel call by default, and on
 two cores they halve the speed of whatever runs next (measured on W3: the
