@@ -111,7 +111,8 @@ class StagingTrace(Trace):
     def add_eqn(self, prim: Primitive, invars: list[Atom], params: dict[str, Any]) -> Any:
         """Record `prim` applied to atoms of this jaxpr; returns its output
         variable (a list of them if it has several results)."""
-        out_aval = prim.abstract_eval(*map(_aval_of, invars), **params)
+        avals = map(_aval_of, invars)
+        out_aval = prim.abstract_eval(*avals, **params) if params else prim.abstract_eval(*avals)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
             self.eqns.append(JaxprEqn(prim, invars, outvars, params, self.source))

@@ -73,7 +73,7 @@ class JVPTrace(Trace):
             # A rule given as data: the primal goes straight to the parent.
             parent = self.parent
             if parent is EVAL_TRACE:
-                primal_out = prim.impl(*primals, **params)
+                primal_out = prim.impl(*primals, **params) if params else prim.impl(*primals)
             else:
                 primal_out = parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
             if kind is JVPFactors:

@@ -98,8 +98,7 @@ class LinearizeTrace(JVPTrace):
         """Record `prim` on `args` in the linear jaxpr: tangents (this trace's
         staged values) become its linear inputs, anything else a constant.
         Returns the tangent(s) of its result."""
-        builder = self.rule_trace
-        assert isinstance(builder, StagingTrace)
+        builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
         atoms = [x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x) for x in args]
         out = builder.add_eqn(prim, atoms, params)
         if prim.multiple_results:
@@ -110,8 +109,7 @@ class LinearizeTrace(JVPTrace):
         self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
         params: dict[str, Any],
     ) -> Any:
-        builder = self.rule_trace
-        assert isinstance(builder, StagingTrace)
+        builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
         builder.source = prim.name
         out = None
         only = None  # the tangent itself, when it is the whole result (a factor of 1)
@@ -124,7 +122,7 @@ class LinearizeTrace(JVPTrace):
                 prev = ctx.trace
                 ctx.trace = self.parent  # type: ignore[assignment]
                 try:
-                    factor = factor(ans, *primals, **params)
+                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
                 finally:
                     ctx.trace = prev
             if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
@@ -159,8 +157,7 @@ class LinearizeTrace(JVPTrace):
     def apply_bilinear(
         self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
     ) -> Any:
-        builder = self.rule_trace
-        assert isinstance(builder, StagingTrace)
+        builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
         builder.source = prim.name
         out = None
         for i, t in enumerate(tangents):
@@ -278,13 +275,21 @@ def backward_pass(
     release: dict[int, list[Var]] = {}
     if consume:
         consts.clear()
-        first_use: dict[Var, int] = {}
-        for i, eqn in enumerate(jaxpr.eqns):
-            for a in eqn.invars:
-                if type(a) is Var and a in known and a not in first_use:
-                    first_use[a] = i
-        for const, i in first_use.items():
-            release.setdefault(i, []).append(const)
+        # Only large constants (or traced ones, which may stand for large
+        # batches) are worth dropping early; finding their last use costs a
+        # scan of the equations, which a chain of scalars should not pay.
+        large = {
+            v for v, c in known.items()
+            if (type(c) is np.ndarray and c.nbytes >= LARGE_ARRAY_BYTES) or isinstance(c, Tracer)
+        }
+        if large:
+            first_use: dict[Var, int] = {}
+            for i, eqn in enumerate(jaxpr.eqns):
+                for a in eqn.invars:
+                    if type(a) is Var and a in large and a not in first_use:
+                        first_use[a] = i
+            for const, i in first_use.items():
+                release.setdefault(i, []).append(const)
     cts: dict[Any, Any] = {}
     add = elementwise.add
     trace = ctx.trace
@@ -296,11 +301,12 @@ def backward_pass(
             prev = cts.get(v)
             cts[v] = ct if prev is None else add(prev, ct)
 
-    for i in range(len(jaxpr.eqns) - 1, -1, -1):
+    eqns = jaxpr.eqns
+    for i in range(len(eqns) - 1, -1, -1):
         if release:  # constants whose last use was the equation just done
             for v in release.pop(i + 1, ()):
                 del known[v]
-        eqn = jaxpr.eqns[i]
+        eqn = eqns[i]
         prim = eqn.primitive
         if prim.multiple_results:
             ct = [cts.pop(v, None) for v in eqn.outvars]
@@ -333,7 +339,7 @@ def backward_pass(
             ):
                 cts_in = trace.overwrite(transpose_in_place_rules[prim], ct, args, eqn.params)
             if cts_in is None:
-                cts_in = rule(ct, *args, **eqn.params)
+                cts_in = rule(ct, *args, **eqn.params) if eqn.params else rule(ct, *args)
         except FloatingPointError as e:  # from debug_nans: say where in the forward computation
             raise FloatingPointError(
                 f"{e}\n  in the backward pass, in the derivative of `{eqn.source}`"

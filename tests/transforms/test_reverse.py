@@ -268,3 +268,32 @@ def test_cotangents_batched_by_two_nested_vmaps_are_overwritten_correctly(monkey
     np.testing.assert_allclose(batched, looped if in_axes == 0 else np.moveaxis(looped, 1, 0), rtol=1e-13)
     assert "neg" in calls
     np.testing.assert_array_equal(cts, kept)
+
+
+# --- residuals released as the backward pass goes (backward_pass consume=True) -------------------
+
+
+def _backward_sees_residual(x):
+    """Whether exp(x)'s residual (its output) is still alive when the
+    cotangent reaches x, the last step of grad's backward pass."""
+    import weakref
+
+    residual = []
+    alive = []
+
+    def f(x):
+        x = fgrad.debug.tap_grad(x, lambda ct: alive.append(residual[0]() is not None))
+        h = fnp.exp(x)
+        residual.append(weakref.ref(h.primal))  # exp's factor is its output: the residual
+        return fnp.sum(h * 2.0)
+
+    fgrad.grad(f)(x)
+    return alive[0]
+
+
+def test_a_large_residual_is_dropped_once_the_backward_pass_has_used_it():
+    assert not _backward_sees_residual(np.linspace(0.0, 1.0, BIG))
+
+
+def test_small_residuals_are_kept_to_the_end_without_a_scan_for_their_last_use():
+    assert _backward_sees_residual(np.linspace(0.0, 1.0, 8))
