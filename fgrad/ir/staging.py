@@ -108,11 +108,15 @@ class StagingTrace(Trace):
             return [StagingTracer(self, v) for v in out]
         return StagingTracer(self, out)
 
-    def add_eqn(self, prim: Primitive, invars: list[Atom], params: dict[str, Any]) -> Any:
+    def add_eqn(
+        self, prim: Primitive, invars: list[Atom], params: dict[str, Any], out_aval: Any = None
+    ) -> Any:
         """Record `prim` applied to atoms of this jaxpr; returns its output
-        variable (a list of them if it has several results)."""
-        avals = map(_aval_of, invars)
-        out_aval = prim.abstract_eval(*avals, **params) if params else prim.abstract_eval(*avals)
+        variable (a list of them if it has several results). `out_aval`, when
+        the caller already knows it, spares the shape rule."""
+        if out_aval is None:
+            avals = map(_aval_of, invars)
+            out_aval = prim.abstract_eval(*avals, **params) if params else prim.abstract_eval(*avals)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
             self.eqns.append(JaxprEqn(prim, invars, outvars, params, self.source))

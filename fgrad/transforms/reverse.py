@@ -125,12 +125,20 @@ class LinearizeTrace(JVPTrace):
                     factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
                 finally:
                     ctx.trace = prev
+            # A product with a factor of the tangent's own (strongly typed)
+            # aval has that aval: no need for the shape rule.
+            aval = t.aval if not t.aval.weak_type else None
             if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
-                c = t.var if factor == 1 else builder.add_eqn(elementwise.neg_p, [t.var], {})
+                c = t.var if factor == 1 else builder.add_eqn(elementwise.neg_p, [t.var], {}, aval)
             else:
-                c = builder.add_eqn(elementwise.mul_p, [t.var, builder.atom(factor)], {})
+                atom = builder.atom(factor)
+                c = builder.add_eqn(elementwise.mul_p, [t.var, atom], {}, aval if atom.aval is aval else None)
             only = t if out is None and c is t.var else None
-            out = c if out is None else builder.add_eqn(elementwise.add_p, [out, c], {})
+            if out is None:
+                out = c
+            else:
+                same = out.aval if out.aval is c.aval and not out.aval.weak_type else None
+                out = builder.add_eqn(elementwise.add_p, [out, c], {}, same)
         if out is None:
             return None
         aval = get_aval(ans)
