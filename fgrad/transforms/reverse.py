@@ -273,7 +273,8 @@ def backward_pass(
     outputs. Constants are the non-linear operands; every other variable is
     linear. A cotangent of None is zero, and equations whose outputs have only
     zero cotangents are skipped. With `consume`, `consts` is emptied and each
-    constant dropped after the last equation (in backward order) that uses it.
+    large (or traced) constant dropped after the last equation (in backward
+    order) that uses it.
 
     A large cotangent the pass computed itself and alone refers to is
     overwritten by its equation's transpose (`transpose_in_place_rules`) or
