@@ -396,7 +396,8 @@ def test_vmap_over_a_batch_of_states_stays_float32(opt):
     assert_float32(*batched)
 
 
-@pytest.mark.parametrize("opt_maker", [
+# Each optimizer as a function of a (possibly traced) learning rate, for meta-gradients.
+OPT_MAKERS = pytest.mark.parametrize("opt_maker", [
     lambda lr: optim.sgd(lr, momentum=0.9),
     lambda lr: optim.adam(lr, amsgrad=True),
     lambda lr: optim.adamw(lr),
@@ -404,6 +405,9 @@ def test_vmap_over_a_batch_of_states_stays_float32(opt):
     lambda lr: optim.adagrad(lr, lr_decay=0.1),
     lambda lr: optim.asgd(lr, t0=1),
 ], ids=["sgd", "adam", "adamw", "rmsprop", "adagrad", "asgd"])
+
+
+@OPT_MAKERS
 def test_meta_gradient_with_float32_params(opt_maker):
     # The traced float64 learning rate is cast to float32 where it meets a leaf, differentiably.
     x0 = np.array([0.3, 2.0])
@@ -500,14 +504,7 @@ def unrolled_loss(lr, x0, opt_maker, steps=3):
     return fnp.sum(params["x"] ** 4) / 4 - fnp.sum(params["x"])
 
 
-@pytest.mark.parametrize("opt_maker", [
-    lambda lr: optim.sgd(lr, momentum=0.9),
-    lambda lr: optim.adam(lr, amsgrad=True),
-    lambda lr: optim.adamw(lr),
-    lambda lr: optim.rmsprop(lr, centered=True, momentum=0.3),
-    lambda lr: optim.adagrad(lr, lr_decay=0.1),
-    lambda lr: optim.asgd(lr, t0=1),
-], ids=["sgd", "adam", "adamw", "rmsprop", "adagrad", "asgd"])
+@OPT_MAKERS
 def test_meta_gradient_through_the_optimizer(opt_maker):
     lr, x0 = 0.05, np.array([0.3, 2.0])
     d_lr, d_x0 = fgrad.grad(unrolled_loss, argnums=(0, 1))(lr, x0, opt_maker)
