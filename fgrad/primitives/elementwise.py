@@ -122,20 +122,7 @@ sin_p = elementwise("sin", np.sin, lambda ans, x: cos(x))
 cos_p = elementwise("cos", np.cos, lambda ans, x: neg(sin(x)))
 exp_p = elementwise("exp", np.exp, lambda ans, x: ans)
 log_p = elementwise("log", np.log, lambda ans, x: div(1.0, x))
-
-
-def _tanh_factor(ans: Any, x: Any) -> Any:
-    # 1 - tanh(x)^2, in one new buffer rather than two when the value is a
-    # concrete array (a constant to every trace): MLPs compute it for each
-    # hidden layer, and for large arrays fresh memory costs more than the
-    # arithmetic. Traced values take the primitives, to be differentiated.
-    if type(ans) is np.ndarray:
-        out = np.square(ans)
-        return np.subtract(1.0, out, out=out)
-    return sub(1.0, square(ans))
-
-
-tanh_p = elementwise("tanh", np.tanh, _tanh_factor)
+tanh_p = elementwise("tanh", np.tanh, lambda ans, x: sub(1.0, square(ans)))
 sqrt_p = elementwise("sqrt", np.sqrt, lambda ans, x: div(0.5, ans))
 square_p = elementwise("square", np.square, lambda ans, x: mul(2.0, x))
 
