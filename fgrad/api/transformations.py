@@ -365,16 +365,9 @@ def make_jaxpr(
         if any(not 0 <= i < len(args) for i in static_set):
             raise ValueError(f"static_argnums={static_argnums!r} is out of range for {name} "
                              f"called with {len(args)} positional arguments")
-        nums = [i for i in range(len(args)) if i not in static_set]
-        dyn = [args[i] for i in nums]
-
-        def partial_fun(*dyn_args: Any) -> Any:
-            full = list(args)
-            for i, x in zip(nums, dyn_args):
-                full[i] = x
-            return fun(*full, **kwargs)
-
-        leaves, in_tree = tree_flatten(tuple(dyn))
+        nums = tuple(i for i in range(len(args)) if i not in static_set)
+        partial_fun = with_args(fun, args, nums, kwargs)
+        leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))
         avals = [get_aval(x if isinstance(x, (ShapeDtypeStruct, Tracer)) else to_input(x)).strip_weak_type()
                  for x in leaves]
         flat_fun, store = flatten_fun(partial_fun, in_tree, name=name)
