@@ -72,7 +72,7 @@ def fit_to(t: Any, like: Any) -> Any:
     """`t` broadcast to the shape of `like` and cast to its dtype."""
     shape, dtype = like.shape, like.dtype
     if t.shape != shape:
-        t = shapes.broadcast_to(t, shape)
+        t = shapes.broadcast_to(t, shape=shape)
     if t.dtype is not dtype and t.dtype != dtype:
         t = elementwise.convert_element_type(t, new_dtype=dtype)
     return t

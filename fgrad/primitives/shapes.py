@@ -10,8 +10,7 @@ concatenate, slices).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,6 +21,26 @@ from . import batching, indexing
 from . import derivatives as d
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concatenate"]
+
+
+# The signatures of the binds below. Their parameters are keywords: a bind passes
+# positional arguments on as operands, so `broadcast_to(x, shape)` would make the
+# shape an operand and fail only when a transform reaches it. Typed this way,
+# mypy rejects such a call at no run-time cost.
+class _Reshape(Protocol):
+    def __call__(self, x: Any, /, *, new_shape: tuple[int, ...]) -> Any: ...
+
+
+class _Transpose(Protocol):
+    def __call__(self, x: Any, /, *, axes: tuple[int, ...]) -> Any: ...
+
+
+class _BroadcastTo(Protocol):
+    def __call__(self, x: Any, /, *, shape: tuple[int, ...]) -> Any: ...
+
+
+class _Concatenate(Protocol):
+    def __call__(self, *xs: Any, axis: int) -> Any: ...
 
 
 def _reshape_aval(x: ShapedArray, *, new_shape: tuple[int, ...]) -> ShapedArray:
@@ -104,9 +123,9 @@ def _broadcast_to_batch(args: list[Any], dims: list[Any], *, shape: tuple[int, .
 batch_rules[broadcast_to_p] = _broadcast_to_batch
 
 
-reshape: Callable[..., Any] = reshape_p.bind
-transpose: Callable[..., Any] = transpose_p.bind
-broadcast_to: Callable[..., Any] = broadcast_to_p.bind
+reshape: _Reshape = reshape_p.bind
+transpose: _Transpose = transpose_p.bind
+broadcast_to: _BroadcastTo = broadcast_to_p.bind
 
 
 def _concatenate_aval(*xs: ShapedArray, axis: int) -> ShapedArray:
@@ -154,4 +173,4 @@ def _concatenate_batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[
 
 batch_rules[concatenate_p] = _concatenate_batch
 
-concatenate: Callable[..., Any] = concatenate_p.bind
+concatenate: _Concatenate = concatenate_p.bind
