@@ -3,7 +3,8 @@
 building matrices (diag, diagflat, tril, triu) and from shapes (zeros, ones,
 full, empty, arange, linspace, eye and the *_like family).
 
-Arrays created from shapes are constants: NumPy's own functions. Arrays
+Arrays created from shapes are constants: NumPy's own functions (but for
+linspace between traced end points, written on the ufuncs). Arrays
 assembled from traced values (`array([x, 1.0, y])`, `stack`, `pad`) are built
 with the data-movement primitives (concatenate, reshape, broadcast_to,
 getitem, index_add) and `where`, so derivatives flow through them with no
@@ -12,6 +13,7 @@ rules of their own.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,9 +25,20 @@ from ..core.trace import EVAL_TRACE, Tracer, ctx
 from ..primitives import elementwise as ew
 from ..primitives import indexing, shapes
 from ..primitives.indexing import StaticIndex
-from .indexing import diagonal
+from . import ufuncs
+from .indexing import at, diagonal
 from .operands import Array, ArrayLike, check_no_out, normalize_axes, operand, shape_of, static_argument
-from .shaping import atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, expand_dims, ravel, reshape
+from .reductions import any as _any
+from .shaping import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    expand_dims,
+    moveaxis,
+    ravel,
+    reshape,
+)
 
 __all__ = [
     "array", "asarray", "astype", "copy", "stack", "concatenate", "hstack", "vstack", "dstack",
@@ -37,7 +50,6 @@ zeros = np.zeros
 ones = np.ones
 empty = np.empty
 arange = np.arange
-linspace = np.linspace
 eye = np.eye
 
 
@@ -398,6 +410,53 @@ def full(shape: int | Sequence[int], fill_value: ArrayLike, dtype: Any = None) -
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     value = fill_value if dtype is None else astype(fill_value, dtype)
     return shapes.broadcast_to(value, shape=tuple(int(n) for n in shape))
+
+
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+    """numpy.linspace: `num` evenly spaced samples from `start` to `stop`, which may be
+    traced (and arrays: then the samples run along `axis`).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fnp.linspace(0.0, 1.0, 5)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    >>> fgrad.jacfwd(lambda stop: fnp.linspace(0.0, stop, 5))(2.0)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    if ctx.trace is EVAL_TRACE or not (_has_tracer(start) or _has_tracer(stop)):
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
+    if device not in (None, "cpu"):
+        raise ValueError(f'Device not understood. Only "cpu" is allowed, but received: {device}')
+    num = operator.index(static_argument(num, "linspace", "num"))
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = num - 1 if endpoint else num
+    weak = ew.PYTHON_SCALAR_TYPES
+    start, stop = (v if type(v) in weak else operand(v) for v in (start, stop))
+    # NumPy's promotion of the end points (Python scalars weak), made inexact.
+    dt = np.result_type(*(v if type(v) in weak else get_aval(v).dtype for v in (start, stop)), 0.0)
+    start, stop = astype(start, dt), astype(stop, dt)
+    delta = ufuncs.subtract(stop, start)
+    y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * len(shape_of(delta)))
+    step: Any
+    if div > 0:
+        step = ufuncs.divide(delta, div)
+        # As NumPy: where a step underflows to zero (denormal deltas), scale before multiplying.
+        underflow = _any(ufuncs.equal(step, 0))
+        y = ufuncs.where(underflow, ufuncs.multiply(y / div, delta), ufuncs.multiply(y, step))
+    else:  # 0 samples, or 1 with the end point: the step is undefined
+        step = np.nan
+        y = ufuncs.multiply(y, delta)
+    y = ufuncs.add(y, start)
+    if endpoint and num > 1:
+        y = at(y)[-1].set(stop)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        if np.issubdtype(dtype, np.integer):
+            y = ufuncs.floor(y)
+        y = astype(y, dtype)
+    return (y, step) if retstep else y
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: Any = None) -> Array:

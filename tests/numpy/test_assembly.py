@@ -1,5 +1,5 @@
 """Assembling and building arrays (hstack, vstack, dstack, column_stack, split,
-array_split, pad, diag, diagflat, tril, triu, meshgrid, copy, empty_like):
+array_split, pad, diag, diagflat, tril, triu, meshgrid, copy, empty_like, linspace):
 composites of the data-movement primitives. Values and dtypes equal NumPy's;
 derivatives match finite differences to second order; inputs are left unchanged."""
 
@@ -239,6 +239,50 @@ def test_plain_numpy_calls_on_tracers_use_these_functions():
     assert g.shape == x.shape
 
 
+def test_linspace_between_traced_end_points():
+    # It used to recurse: NumPy's linspace handed the tracer back to fgrad's, which was NumPy's.
+    out, tangent = fgrad.jvp(lambda x: fnp.linspace(x, 3.4, 5), (1.2,), (1.0,))
+    np.testing.assert_allclose(out, np.linspace(1.2, 3.4, 5), rtol=1e-15)
+    np.testing.assert_allclose(tangent, [1.0, 0.75, 0.5, 0.25, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(fgrad.grad(lambda stop: fnp.sum(fnp.linspace(0.0, stop, 4, endpoint=False)))(2.0),
+                               0.0 + 0.25 + 0.5 + 0.75)
+
+
+# (start shape, stop shape, axis): end points broadcast, the samples run along `axis`.
+LINSPACE_SHAPES = [((), (), 0), ((3,), (), 0), ((), (3,), -1), ((2, 1), (3,), 1), ((3,), (3,), 1)]
+
+
+@pytest.mark.parametrize("start_shape, stop_shape, axis", LINSPACE_SHAPES, ids=[f"{a}-{b}-axis{c}" for a, b, c in LINSPACE_SHAPES])
+@pytest.mark.parametrize("endpoint", [True, False])
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+def test_linspace(start_shape, stop_shape, axis, endpoint, num):
+    start, stop = values(start_shape, "real", 1), values(stop_shape, "real", 2)
+    check_like_numpy(lambda start, stop: fnp.linspace(start, stop, num, endpoint, axis=axis), start, stop)
+    check_like_numpy(lambda start: fnp.linspace(start, 1.5, num, endpoint, axis=axis), start)
+    check_like_numpy(lambda stop: fnp.linspace(-0.5, stop, num, endpoint, axis=axis), stop)
+    samples, step = staged(lambda start, stop: fnp.linspace(start, stop, num, endpoint, True, axis=axis),
+                           start, stop)
+    expected, expected_step = np.linspace(start, stop, num, endpoint, True, axis=axis)
+    np.testing.assert_allclose(samples, expected, rtol=1e-15)
+    np.testing.assert_allclose(step, expected_step, rtol=1e-15)
+
+
+def test_linspace_dtypes_and_errors_like_numpy():
+    x32 = np.float32(0.5)
+    for f in (lambda x: fnp.linspace(x, 2.0, 4), lambda x: fnp.linspace(x, 7, 4, dtype=np.int64),
+              lambda x: fnp.linspace(0, x, 3, dtype=np.float32), lambda x: fnp.linspace(x, np.float64(2.0), 3)):
+        out = staged(f, x32)
+        assert out.dtype == f(x32).dtype
+        np.testing.assert_array_equal(out, f(x32))
+    tiny = np.array([0.0, 5e-324])  # a step that underflows to zero: NumPy scales first
+    np.testing.assert_array_equal(staged(lambda x: fnp.linspace(0.0, x, 3, axis=1), tiny),
+                                  np.linspace(0.0, tiny, 3, axis=1))
+    with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative."):
+        fgrad.jvp(lambda x: fnp.linspace(x, 1.0, -1), (0.0,), (1.0,))
+    with pytest.raises(fgrad.ConcretizationTypeError, match="`num`"):
+        fgrad.make_jaxpr(lambda n: fnp.linspace(0.0, n, n))(3)
+
+
 # vmap == loop (tests/transforms/test_batching.py): label -> (f, example shapes, domain)
 BATCH_CASES = {
     "hstack": (lambda x, y: fnp.hstack([x, y]), [(2, 3), (2, 1)], "real"),
@@ -253,4 +297,6 @@ BATCH_CASES = {
     "diag_of_matrix": (lambda m: fnp.diag(m, 1), [(3, 3)], "real"),
     "triu": (lambda x: fnp.triu(x, -1), [(3, 4)], "real"),
     "meshgrid": (lambda x, y: fnp.meshgrid(x, y)[1], [(2,), (3,)], "real"),
+    "linspace": (lambda start, stop: fnp.linspace(start, stop, 4, axis=-1), [(2,), ()], "real"),
+    "linspace_no_endpoint": (lambda start: fnp.linspace(start, 1.0, 3, endpoint=False), [()], "real"),
 }
