@@ -11,19 +11,37 @@ __all__ = [
     "UnexpectedTracerError",
     "TracerArrayConversionError",
     "missing_rule_error",
+    "derivative_dropped_error",
 ]
 
 
 class ConcretizationTypeError(TypeError):
-    """Python needed a concrete value (`if`, `bool`, `int`, `float`) from an abstract one."""
+    """Python needed a concrete value (`if`, `bool`, `int`, `float`) from an abstract one,
+    or from one whose derivative it would drop (TracerArrayConversionError)."""
 
 
 class UnexpectedTracerError(TypeError):
     """A tracer was used after the transform that created it had returned."""
 
 
-class TracerArrayConversionError(TypeError):
-    """A traced value was handed to NumPy as a plain array, which would drop its derivative."""
+class TracerArrayConversionError(ConcretizationTypeError):
+    """A traced value was turned into a NumPy array or a Python or NumPy number
+    (`numpy.asarray`, `float()`, `.item()`, assignment into a NumPy array), which
+    would drop what its transform tracks. A ConcretizationTypeError too: a
+    concrete value was asked for and cannot be given."""
+
+
+def derivative_dropped_error(conversion: str, aval: str, transform: str) -> TracerArrayConversionError:
+    """The error for `conversion` of a value (of type `aval`) that carries a
+    derivative of `transform`: the plain number it would give has none."""
+    return TracerArrayConversionError(
+        f"{conversion} of a traced value ({aval}, differentiated by `{transform}`) would silently "
+        f"drop its derivative: the result is a plain NumPy or Python value, which `{transform}` cannot "
+        "follow, so the derivative through it would come out as zero. Keep the value in fgrad.numpy "
+        "operations (import fgrad.numpy as fnp) instead. If a constant is really meant, convert "
+        "fgrad.stop_gradient(x), which has no derivative. To put the value into a NumPy array y, "
+        "write y = fnp.at(y)[i].set(v): NumPy's own y[i] = v converts v to a plain number."
+    )
 
 
 def missing_rule_error(primitive_name: str, transform: str) -> NotImplementedError:

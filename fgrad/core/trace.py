@@ -193,6 +193,13 @@ array_ops: dict[str, Callable[..., Any]] = {}
 passthrough_types: set[type] = set()
 
 
+# How `Tracer.__array__` names the conversion in its error.
+_NUMPY_CONVERSION = (
+    "Conversion to a NumPy array or scalar (numpy.asarray, numpy.array, numpy.float64(...) or "
+    "another NumPy scalar type, or y[...] = v into a NumPy array y)"
+)
+
+
 class Tracer:
     """A value flowing through a transform. Subclasses say what they carry
     (a primal and a tangent, a jaxpr variable) and give `aval`."""
@@ -263,14 +270,31 @@ class Tracer:
         return self._concrete("index").__index__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # NumPy asks for this in np.asarray, np.array, np.float64(...) (after
+        # __float__) and the other scalar types, and `y[...] = x` into an array.
         if self._trace.dead:
             raise escaped_tracer_error(self)
-        raise TracerArrayConversionError(
-            f"A traced value ({self.aval.str_short()}, traced by `{self._trace.transform}`) was "
-            "converted to a NumPy array (numpy.asarray, numpy.array or a NumPy function fgrad "
-            "does not support). That would silently drop its derivative. Use the function from "
-            "fgrad.numpy instead; to use the value as a constant, wrap it in "
-            "fgrad.stop_gradient(...) and keep it inside fgrad.numpy operations."
+        raise self.conversion_error(_NUMPY_CONVERSION)
+
+    def conversion_error(self, conversion: str) -> TypeError:
+        """The error for handing this value to NumPy as a plain array or number
+        (`conversion` names how); subclasses whose values carry something NumPy
+        would drop say what."""
+        return TracerArrayConversionError(
+            f"{conversion} of a traced value ({self.aval.str_short()}, traced by "
+            f"`{self._trace.transform}`): NumPy cannot follow it, and it has no plain array to "
+            "give (that would silently drop its derivative under grad, jvp or vjp, and it has no "
+            "single value under vmap, make_jaxpr or jit). Use the function from fgrad.numpy "
+            "instead (import fgrad.numpy as fnp); to put it into a NumPy array y, write "
+            "y = fnp.at(y)[i].set(v) rather than y[i] = v."
+        )
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        raise TypeError(
+            f"fgrad's traced arrays are immutable: t[i] = v cannot change a traced value "
+            f"({self.aval.str_short()}, traced by `{self._trace.transform}`). Write "
+            "t = t.at[i].set(v) instead, or t = fnp.at(t)[i].set(v), which also takes NumPy arrays "
+            "(import fgrad.numpy as fnp); .add(v), .multiply(v), .min(v), .max(v) update the same way."
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:

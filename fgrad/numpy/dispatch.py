@@ -28,6 +28,11 @@ def _item(x: Any) -> Any:
     return x._concrete("item").item()
 
 
+def _tolist(x: Any) -> Any:
+    value = x._concrete("tolist")
+    return value.tolist() if isinstance(value, Tracer) else np.asarray(value).tolist()
+
+
 def _in_place(name: str) -> Callable[..., Any]:
     """ndarray.`name`, which changes the array and returns None: traced arrays refuse it
     (returning a new array instead would leave the caller's array silently unchanged)."""
@@ -45,7 +50,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "sum": reductions.sum, "mean": reductions.mean, "max": reductions.max,
     "min": reductions.min, "reshape": _method_reshape, "transpose": _method_transpose,
     "squeeze": shaping.squeeze, "ravel": shaping.ravel, "flatten": shaping.ravel,
-    "dot": products.dot, "astype": creation.astype, "item": _item,
+    "dot": products.dot, "astype": creation.astype, "item": _item, "tolist": _tolist,
     "copy": lambda x: x, "__array_namespace__": lambda x: None,
     "clip": ufuncs.clip, "round": ufuncs.round, "conj": ufuncs.conj, "conjugate": ufuncs.conj,
     "prod": reductions.prod, "var": reductions.var, "std": reductions.std,

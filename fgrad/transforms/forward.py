@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.errors import missing_rule_error
+from ..core.errors import derivative_dropped_error, missing_rule_error
 from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..ir.staging import StagingTrace
@@ -42,7 +42,20 @@ class JVPTracer(Tracer):
     def concrete_value(self, conversion: str) -> Any:
         # Tracers of differentiation carry concrete primals: Python control
         # flow on them works (bool() recurses if the primal is itself traced).
+        # A conversion to a number that keeps its value would drop its tangent.
+        shown = _DROPS_TANGENT.get(conversion)
+        if shown is not None:
+            raise self.conversion_error(shown)
         return self.primal
+
+    def conversion_error(self, conversion: str) -> TypeError:
+        return derivative_dropped_error(conversion, self.aval.str_short(), self._trace.transform)
+
+
+# The conversions whose result would keep the value but not its tangent, as the
+# message names them. int(), bool() and indices are zero-derivative anyway, and
+# control flow needs them.
+_DROPS_TANGENT = {"float": "float()", "complex": "complex()", "item": ".item()", "tolist": ".tolist()"}
 
 
 class JVPTrace(Trace):

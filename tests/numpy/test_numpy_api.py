@@ -49,13 +49,14 @@ def test_operators_and_methods_on_tracers():
     np.testing.assert_allclose(expected, numeric, rtol=1e-5)
 
 
-def test_comparisons_and_item_under_grad_are_concrete():
+def test_comparisons_under_grad_are_concrete_and_constants_come_from_stop_gradient():
     def f(x):
         if x > 0:  # Python control flow on the value
-            return x * float(x) + x.item()
+            c = fgrad.stop_gradient(x)  # float(x) itself would drop the derivative: it raises
+            return x * float(c) + c.item()
         return -x
 
-    assert fgrad.grad(f)(2.0) == 2.0  # float(x) and x.item() are constants: d/dx (2x + 2) = 2
+    assert fgrad.grad(f)(2.0) == 2.0  # float(c) and c.item() are constants: d/dx (2x + 2) = 2
     assert fgrad.grad(f)(-2.0) == -1.0
 
 
