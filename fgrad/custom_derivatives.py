@@ -1,27 +1,33 @@
 """Custom derivative rules and checkpointing: custom_jvp, custom_vjp, checkpoint.
 
-Each is a primitive whose parameters carry the user's functions (flattened to
-lists of arrays):
+Each is a higher-order primitive whose parameters are closed jaxprs. The
+user's function is staged at the call, and the values it closes over
+(constants, tracers of enclosing transforms) become leading operands
+(closure conversion), so every transform sees every input:
 
-* `custom_jvp_call`: evaluates `fun`; its jvp is the user's jvp, run like any
-  jvp rule (on the rule trace), so it works in forward and reverse mode and
-  is itself differentiable.
-* `custom_vjp_call`: evaluates `fun`; reverse mode runs the user's `fwd` now
-  and records one linear equation, `custom_vjp_bwd`, whose transpose calls the
-  user's `bwd` with the residuals. Forward mode is a TypeError, as in JAX.
-* `checkpoint`: evaluates `fun`; reverse mode records one linear equation,
-  `checkpoint_vjp`, holding only the inputs: its transpose recomputes `fun`'s
-  linearization and transposes it, so `fun`'s internal residuals are never
-  kept between the passes.
+* `custom_jvp_call`: evaluates `call_jaxpr`; its jvp is the user's rule,
+  staged too (operands after the function's constants), run on the rule
+  trace, so it serves forward and reverse mode and is differentiated in turn.
+  What the function closes over is differentiated as its code says: the
+  user's rule covers its explicit arguments.
+* `custom_vjp_call`: evaluates `call_jaxpr`; reverse mode evaluates the
+  staged `fwd` now and records one linear equation, `custom_vjp_bwd`, whose
+  transpose evaluates the staged `bwd` on the residuals. Forward mode in the
+  explicit arguments is a TypeError, as in JAX.
+* `checkpoint`: evaluates its jaxpr; reverse mode records one `checkpoint`
+  equation holding the tangent part of its jvp, whose transpose recomputes
+  the residuals (partial evaluation) before transposing, so no residual of
+  the function is kept between the passes.
 
-Under vmap each re-binds itself with vmapped functions, so the custom rule
-survives batching. Under make_jaxpr each shows as one equation with its
-sub-jaxpr.
+A rule that calls its own function (`return f(x), ...`) is staged while that
+inner call is made; the inner call keeps its rules as Python functions,
+staged when a transform first needs them.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,51 +36,29 @@ import numpy as np
 from .api.arguments import describe, fun_name, to_input
 from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
-from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
-from .core.trace import EVAL_TRACE, Primitive, Tracer, ctx, tracing
+from .core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
+from .ir.evaluate import eval_closed_now, eval_jaxpr
 from .ir.jaxpr import ClosedJaxpr
-from .ir.staging import StagingTrace
-from .primitives.batching import batch_size, with_batch_axis
-from .primitives.derivatives import is_linear
-from .transforms.batching import batch_flat
-from .transforms.forward import jvp_flat
-from .transforms.reverse import LinearizeTrace, linearize_flat
+from .ir.passes import dce_closed_jaxpr
+from .ir.staging import closure_convert, trace_to_jaxpr
+from .primitives import elementwise
+from .primitives.batching import batch_size, move_axis, with_batch_axis
+from .primitives.derivatives import is_linear, zeros
+from .transforms.batching import batch_flat, batch_jaxpr
+from .transforms.forward import JVPTracer, jvp_jaxpr
+from .transforms.reverse import LinearizeTrace, transpose_jaxpr
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
-
-
-class FlatFunction:
-    """A user function on flat lists of arrays, as a primitive parameter: it is
-    called by the rules, traced for shapes when staged, and printed as its jaxpr."""
-
-    __slots__ = ("fun", "name", "jaxpr")
-
-    def __init__(self, fun: Callable[..., list[Any]], name: str) -> None:
-        self.fun = fun
-        self.name = name
-        self.jaxpr: ClosedJaxpr | None = None
-
-    def __call__(self, *args: Any) -> list[Any]:
-        return self.fun(*args)
-
-    def out_avals(self, in_avals: Sequence[ShapedArray]) -> list[ShapedArray]:
-        trace = StagingTrace(ctx.trace, f"staging of {self.name}", fun_name=self.name)
-        with tracing(trace):
-            outs = self.fun(*[trace.new_arg(a) for a in in_avals])
-        self.jaxpr = trace.to_jaxpr(outs)
-        return self.jaxpr.out_avals
-
-    def __repr__(self) -> str:
-        return self.name if self.jaxpr is None else str(self.jaxpr)
-
-
-def _call_aval(*avals: ShapedArray, fun: FlatFunction, **_: Any) -> list[ShapedArray]:
-    return fun.out_avals(avals)
 
 
 def _zeros_for(x: Any) -> Any:
     aval = get_aval(x).strip_weak_type()
     return np.zeros(aval.shape, aval.dtype)
+
+
+def _avals(xs: Sequence[Any]) -> list[ShapedArray]:
+    return [get_aval(x).strip_weak_type() for x in xs]
 
 
 def _check_outputs(what: str, name: str, got: Sequence[Any], expected: Sequence[Any]) -> None:
@@ -91,31 +75,6 @@ def _check_outputs(what: str, name: str, got: Sequence[Any], expected: Sequence[
                 f"{what} of {name} returned dtype {ga.dtype} for output {i}, but the output has "
                 f"dtype {ea.dtype}"
             )
-
-
-def _batched_function(fun: Callable[..., list[Any]], n_out: int, size: int) -> Callable[..., list[Any]]:
-    """`fun` on flat arguments that all carry the batch along axis 0."""
-
-    def batched(*args: Any) -> list[Any]:
-        return batch_flat(fun, args, [0] * len(args), lambda: [0] * n_out, size, "vmap of a custom rule")
-
-    return batched
-
-
-def _to_front(args: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], int, list[ShapedArray]]:
-    """The arguments with their batch in front, the batch size, and one example's avals."""
-    size = batch_size(args, dims)
-    moved = [with_batch_axis(x, d, size) for x, d in zip(args, dims)]
-    examples = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in moved]
-    return moved, size, examples
-
-
-def _count_outputs(fn: Callable[..., Any], avals: Sequence[ShapedArray]) -> list[int]:
-    """How many flat arrays each of `fn`'s results holds, by tracing it abstractly."""
-    trace = StagingTrace(ctx.trace, "shape inference of a custom rule")
-    with tracing(trace):
-        result = fn(*[trace.new_arg(a) for a in avals])
-    return [len(part) for part in result] if isinstance(result, tuple) else [len(result)]
 
 
 def _split_nondiff(args: tuple[Any, ...], nondiff: tuple[int, ...], name: str) -> tuple[list[Any], list[Any]]:
@@ -142,27 +101,163 @@ def _merge(static: list[Any], dynamic: Sequence[Any], nondiff: tuple[int, ...]) 
     return out
 
 
-class _Rule:
-    """A user's rule on flat arrays, as a primitive parameter printed by its name."""
-
-    __slots__ = ("fn", "name")
-
-    def __init__(self, fn: Callable[..., Any], user_fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.name = fun_name(user_fn)
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-    def __repr__(self) -> str:
-        return self.name
-
-
 class _Outs:
     __slots__ = ("tree",)
 
     def __init__(self) -> None:
         self.tree: PyTreeDef | None = None
+
+
+# --- staging the user's functions ------------------------------------------------------
+
+
+def _stage(
+    fn: Callable[..., list[Any]], avals: Sequence[ShapedArray], name: str
+) -> tuple[ClosedJaxpr, list[Any]]:
+    """`fn` staged at `avals` under the current trace, closure-converted: the
+    jaxpr takes what `fn` closed over first, and those values."""
+    return closure_convert(trace_to_jaxpr(fn, avals, f"staging of {name}", fun_name=name))
+
+
+class _Rule:
+    """A user's rule kept as a Python function, for a call made while that
+    rule itself was being staged; staged when a transform first needs it.
+    Printed by its name."""
+
+    __slots__ = ("fn", "name")
+
+    def __init__(self, fn: Callable[..., list[Any]], name: str) -> None:
+        self.fn = fn
+        self.name = name
+
+    def stage(self, avals: Sequence[ShapedArray]) -> tuple[ClosedJaxpr, list[Any]]:
+        """Stage it now, at `avals`, with its constants made values of the current context.
+
+        A tracer it closed over that belongs to no trace enclosing the current
+        one is a tracer of the very differentiation running this rule (or of
+        one between it and the call): only its primal matters here, because
+        its tangent would enter the rule's output, itself a tangent, at second
+        order. A batched value cannot be taken apart that way, so it raises.
+        """
+        jaxpr, consts = _stage(self.fn, avals, self.name)
+        live: set[Trace] = set()
+        trace: Trace | None = ctx.trace
+        while trace is not None:
+            live.add(trace)
+            trace = trace.parent
+        lifted = []
+        for c in consts:
+            while isinstance(c, Tracer) and c._trace not in live:
+                if type(c) is not JVPTracer:
+                    raise TypeError(
+                        f"a rule of {self.name} closes over a value of `{c._trace.transform}` "
+                        f"({c.aval.str_short()}) and is needed in a place that transform cannot "
+                        "see (the rule is called by the function it is the rule of). Pass the value "
+                        f"to {self.name} as an argument instead of closing over it."
+                    )
+                c = c.primal
+            lifted.append(c)
+        return jaxpr, lifted
+
+    def batched(self, size: int) -> _Rule:
+        """The rule on batches of `size` along axis 0, still a Python function
+        (staging it now could unfold its call of its own function forever)."""
+        fn = self.fn
+
+        def batched_rule(*xs: Any) -> list[Any]:
+            n_out: list[int] = []
+
+            def counted(*a: Any) -> list[Any]:
+                out = fn(*a)
+                n_out.append(len(out))
+                return out
+
+            return batch_flat(counted, xs, [0] * len(xs), lambda: [0] * n_out[0], size,
+                              f"vmap of a rule of {self.name}")
+
+        return _Rule(batched_rule, self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Staging(threading.local):
+    """The custom functions whose rules this thread is staging right now."""
+
+    def __init__(self) -> None:
+        self.active: set[int] = set()
+
+
+_staging = _Staging()
+
+
+def _stage_rules(owner: object, stage: Callable[[], Any], lazy: Callable[[], Any]) -> Any:
+    """`stage()`, unless `owner`'s rules are being staged already (its rule
+    calls it): then `lazy()`, rules kept as Python functions, which ends the
+    recursion."""
+    key = id(owner)
+    if key in _staging.active:
+        return lazy()
+    _staging.active.add(key)
+    try:
+        return stage()
+    finally:
+        _staging.active.discard(key)
+
+
+def _as_jaxpr(
+    rule: ClosedJaxpr | _Rule, consts: list[Any], avals: Sequence[ShapedArray]
+) -> tuple[ClosedJaxpr, list[Any]]:
+    """A rule as a jaxpr and its constants: staged now if it was kept as a function."""
+    return rule.stage(avals) if isinstance(rule, _Rule) else (rule, consts)
+
+
+def _split(xs: Sequence[Any], *sizes: int) -> list[list[Any]]:
+    """`xs` cut into consecutive parts of `sizes`, and the rest."""
+    parts, i = [], 0
+    for n in sizes:
+        parts.append(list(xs[i:i + n]))
+        i += n
+    parts.append(list(xs[i:]))
+    return parts
+
+
+def _closure_tangents(call_jaxpr: ClosedJaxpr, consts: list[Any], args: list[Any],
+                      t_consts: list[Any]) -> list[Any] | None:
+    """The tangents of the outputs from those of what the function closed
+    over, by differentiating its own code (the rule covers its explicit
+    arguments only); None if no closed-over value has a tangent. Evaluated on
+    the current (rule) trace."""
+    if all(t is None for t in t_consts):
+        return None
+    nonzeros = tuple(t is not None for t in t_consts) + (False,) * len(args)
+    jaxpr, out_nonzeros = jvp_jaxpr(call_jaxpr, nonzeros, False)
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *args, *(t for t in t_consts if t is not None))
+    it = iter(outs[len(call_jaxpr.out_avals):])
+    return [next(it) if nz else None for nz in out_nonzeros]
+
+
+def _add_tangents(a: list[Any], b: list[Any] | None) -> list[Any]:
+    if b is None:
+        return a
+    return [y if x is None else x if y is None else elementwise.add(x, y) for x, y in zip(a, b)]
+
+
+def _batch_operands(args: Sequence[Any], dims: Sequence[int | None], size: int,
+                    n_leading: int) -> tuple[list[Any], list[int | None]]:
+    """The operands for a batched call: the leading ones (constants) keep
+    their batching, moved to axis 0; the explicit arguments are all batched
+    along axis 0, since their tangents and cotangents will be."""
+    moved: list[Any] = []
+    new_dims: list[int | None] = []
+    for i, (x, d) in enumerate(zip(args, dims)):
+        if i < n_leading:
+            moved.append(x if d is None else move_axis(x, d, 0))
+            new_dims.append(None if d is None else 0)
+        else:
+            moved.append(with_batch_axis(x, d, size))
+            new_dims.append(0)
+    return moved, new_dims
 
 
 # --- custom_jvp ------------------------------------------------------------------
@@ -183,7 +278,8 @@ class custom_jvp:
     np.float64(2.0)
 
     The jvp rule must be linear in the tangents; it is used by forward and
-    reverse mode alike, and differentiated for higher orders.
+    reverse mode alike, and differentiated for higher orders. Values the
+    function closes over are differentiated through its own code.
     """
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
@@ -224,13 +320,15 @@ class custom_jvp:
         leaves = [to_input(x) for x in leaves]
         outs = _Outs()
         fun, jvp, nondiff = self.fun, self.jvp, self.nondiff_argnums
+        n = len(leaves)
 
         def flat_fun(*xs: Any) -> list[Any]:
             out_leaves, outs.tree = tree_flatten(fun(*_merge(static, tree_unflatten(in_tree, xs), nondiff)))
             return out_leaves
 
-        def flat_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-            p_out, t_out = jvp(*static, tree_unflatten(in_tree, primals), tree_unflatten(in_tree, tangents))
+        def flat_jvp(*xs: Any) -> list[Any]:
+            primals, tangents = tree_unflatten(in_tree, xs[:n]), tree_unflatten(in_tree, xs[n:])
+            p_out, t_out = jvp(*static, primals, tangents)
             p_leaves, p_tree = tree_flatten(p_out)
             t_leaves, t_tree = tree_flatten(t_out)
             if t_tree != p_tree:
@@ -239,46 +337,64 @@ class custom_jvp:
                     f"its primal output has structure {p_tree}; they must be the same"
                 )
             _check_outputs("the custom jvp rule", name, t_leaves, p_leaves)
-            outs.tree = p_tree
-            return p_leaves, t_leaves
+            return [*p_leaves, *t_leaves]
 
+        avals = _avals(leaves)
+        call_jaxpr, consts = _stage(flat_fun, avals, name)
+        rule, jvp_consts = _stage_rules(
+            self, lambda: _stage(flat_jvp, [*avals, *avals], name), lambda: (_Rule(flat_jvp, name), [])
+        )
         out_leaves = custom_jvp_call_p.bind(
-            *leaves, fun=FlatFunction(flat_fun, name), jvp=_Rule(flat_jvp, jvp), name=name
+            *consts, *jvp_consts, *leaves, call_jaxpr=call_jaxpr, jvp=rule, num_consts=len(consts),
+            num_jvp_consts=len(jvp_consts), name=name,
         )
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
 
 
-def _custom_jvp_impl(*args: Any, fun: FlatFunction, **_: Any) -> list[Any]:
-    return fun(*args)
+def _custom_jvp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_jvp_consts: int,
+                     **_: Any) -> list[Any]:
+    consts, _jvp_consts, xs = _split(args, num_consts, num_jvp_consts)
+    return eval_closed_now(call_jaxpr, [*consts, *xs])
+
+
+def _call_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, **_: Any) -> list[ShapedArray]:
+    return call_jaxpr.out_avals
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", _custom_jvp_impl, _call_aval, multiple_results=True)
 
 
-def _custom_jvp_rule(primals: list[Any], tangents: list[Any], *, fun: Any, jvp: Any, name: str) -> Any:
-    filled = [_zeros_for(p) if t is None else t for p, t in zip(primals, tangents)]
-    return jvp(primals, filled)
+def _custom_jvp_rule(primals: list[Any], tangents: list[Any], *, call_jaxpr: ClosedJaxpr,
+                     jvp: ClosedJaxpr | _Rule, num_consts: int, num_jvp_consts: int, name: str) -> Any:
+    consts, jvp_consts, args = _split(primals, num_consts, num_jvp_consts)
+    t_consts, _, t_args = _split(tangents, num_consts, num_jvp_consts)
+    n_out = len(call_jaxpr.out_avals)
+    if any(t is not None for t in t_args):
+        avals = call_jaxpr.in_avals[num_consts:]
+        jvp, jvp_consts = _as_jaxpr(jvp, jvp_consts, [*avals, *avals])
+        filled = [_zeros_for(p) if t is None else t for p, t in zip(args, t_args)]
+        both = eval_jaxpr(jvp.jaxpr, jvp.consts, *jvp_consts, *args, *filled)
+        outs, t_outs = both[:n_out], both[n_out:]
+    else:  # only what the function closed over has tangents
+        outs = eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *consts, *args)
+        t_outs = [None] * n_out
+    return outs, _add_tangents(t_outs, _closure_tangents(call_jaxpr, consts, args, t_consts))
 
 
 jvp_rules[custom_jvp_call_p] = _custom_jvp_rule
 
 
-def _custom_jvp_batch(args: list[Any], dims: list[Any], *, fun: FlatFunction, jvp: Any, name: str) -> Any:
-    moved, size, examples = _to_front(args, dims)
-    (n_out,) = _count_outputs(fun, examples)
-
-    def both(*a: Any) -> list[Any]:
-        p_out, t_out = jvp(a[: len(a) // 2], a[len(a) // 2:])
-        return [*p_out, *t_out]
-
-    def jvp_b(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-        flat = batch_flat(both, [*primals, *tangents], [0] * (2 * len(primals)), lambda: [0] * (2 * n_out),
-                          size, "vmap of a custom jvp rule")
-        return flat[:n_out], flat[n_out:]
-
-    out = custom_jvp_call_p.bind(*moved, fun=FlatFunction(_batched_function(fun, n_out, size), name),
-                                 jvp=jvp_b, name=name)
+def _custom_jvp_batch(args: list[Any], dims: list[Any], *, call_jaxpr: ClosedJaxpr, jvp: ClosedJaxpr | _Rule,
+                      num_consts: int, num_jvp_consts: int, name: str) -> Any:
+    size = batch_size(args, dims)
+    moved, dims = _batch_operands(args, dims, size, num_consts + num_jvp_consts)
+    const_dims, jvp_dims, arg_dims = _split(dims, num_consts, num_jvp_consts)
+    call_b, _ = batch_jaxpr(call_jaxpr, size, (*const_dims, *arg_dims), True)
+    jvp_b = jvp.batched(size) if isinstance(jvp, _Rule) else batch_jaxpr(
+        jvp, size, (*jvp_dims, *arg_dims, *arg_dims), True)[0]
+    out = custom_jvp_call_p.bind(*moved, call_jaxpr=call_b, jvp=jvp_b, num_consts=num_consts,
+                                 num_jvp_consts=num_jvp_consts, name=name)
     return out, [0] * len(out)
 
 
@@ -294,6 +410,7 @@ class custom_vjp:
     `fwd(*args) -> (output, residuals)` runs in the forward pass; `bwd(*nondiff_args,
     residuals, cotangent) -> tuple of cotangents` (one per non-static argument)
     in the backward pass. Forward mode (jvp) of such a function is a TypeError.
+    Values the function closes over are differentiated through its own code.
 
     >>> import fgrad
     >>> @custom_vjp
@@ -330,16 +447,17 @@ class custom_vjp:
             out_leaves, outs.tree = tree_flatten(fun(*_merge(static, tree_unflatten(in_tree, xs), nondiff)))
             return out_leaves
 
-        def flat_fwd(*xs: Any) -> tuple[list[Any], list[Any]]:
+        def flat_fwd(*xs: Any) -> list[Any]:
             result = fwd(*_merge(static, tree_unflatten(in_tree, xs), nondiff))
             if not (isinstance(result, tuple) and len(result) == 2):
                 raise TypeError(f"the fwd rule of {name} must return a pair (output, residuals)")
             out_leaves, outs.tree = tree_flatten(result[0])
             res_leaves, res_tree.tree = tree_flatten(result[1])
-            return out_leaves, res_leaves
+            return [*out_leaves, *res_leaves]
 
-        def flat_bwd(res: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        def flat_bwd(*xs: Any) -> list[Any]:
             assert outs.tree is not None and res_tree.tree is not None
+            res, cts = xs[:res_tree.tree.num_leaves], xs[res_tree.tree.num_leaves:]
             cts_in = bwd(*static, tree_unflatten(res_tree.tree, res), tree_unflatten(outs.tree, cts))
             if not isinstance(cts_in, tuple) or len(cts_in) != len(dynamic):
                 raise TypeError(
@@ -359,42 +477,112 @@ class custom_vjp:
                         f"an argument of structure {arg_tree}; they must be the same"
                     )
                 flat.extend(got_leaves)
+            for i, (c, x) in enumerate(zip(flat, leaves)):
+                if c is not None:
+                    _check_outputs("the bwd rule", name, [c], [x])
+                else:
+                    flat[i] = _zeros_for(x)
             return flat
 
+        avals = _avals(leaves)
+        call_jaxpr, consts = _stage(flat_fun, avals, name)
+        n_out = len(call_jaxpr.out_avals)
+
+        def stage_rules() -> tuple[ClosedJaxpr, list[Any], ClosedJaxpr, list[Any]]:
+            fwd_jaxpr, fwd_consts = _stage(flat_fwd, avals, name)
+            res_avals = fwd_jaxpr.out_avals[n_out:]
+            bwd_jaxpr, bwd_consts = _stage(flat_bwd, [*res_avals, *call_jaxpr.out_avals], name)
+            return fwd_jaxpr, fwd_consts, bwd_jaxpr, bwd_consts
+
+        fwd_rule, fwd_consts, bwd_rule, bwd_consts = _stage_rules(
+            self, stage_rules, lambda: (_Rule(flat_fwd, name), [], _Rule(flat_bwd, name), [])
+        )
         out_leaves = custom_vjp_call_p.bind(
-            *leaves, fun=FlatFunction(flat_fun, name), fwd=_Rule(flat_fwd, fwd), bwd=_Rule(flat_bwd, bwd),
-            name=name,
+            *consts, *fwd_consts, *bwd_consts, *leaves, call_jaxpr=call_jaxpr, fwd=fwd_rule, bwd=bwd_rule,
+            num_consts=len(consts), num_fwd_consts=len(fwd_consts), num_bwd_consts=len(bwd_consts), name=name,
         )
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
 
 
-def _custom_vjp_impl(*args: Any, fun: FlatFunction, **_: Any) -> list[Any]:
-    return fun(*args)
+def _custom_vjp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_fwd_consts: int,
+                     num_bwd_consts: int, **_: Any) -> list[Any]:
+    consts, _fwd_consts, _bwd_consts, xs = _split(args, num_consts, num_fwd_consts, num_bwd_consts)
+    return eval_closed_now(call_jaxpr, [*consts, *xs])
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _call_aval, multiple_results=True)
 
 
-def _custom_vjp_forward_mode(primals: list[Any], tangents: list[Any], *, name: str, **_: Any) -> Any:
-    raise TypeError(
+def _forward_mode_error(name: str) -> TypeError:
+    return TypeError(
         f"forward-mode differentiation (jvp, jacfwd, hessian's outer pass) of {name} is not "
         "possible: it has a custom_vjp, which defines reverse mode only. Use grad, vjp or "
         "jacrev, or give it a custom_jvp instead."
     )
 
 
+def _custom_vjp_forward_mode(primals: list[Any], tangents: list[Any], *, call_jaxpr: ClosedJaxpr,
+                             num_consts: int, num_fwd_consts: int, num_bwd_consts: int, name: str,
+                             **_: Any) -> Any:
+    consts, _fwd_consts, _bwd_consts, args = _split(primals, num_consts, num_fwd_consts, num_bwd_consts)
+    t_consts, _t_fwd, _t_bwd, t_args = _split(tangents, num_consts, num_fwd_consts, num_bwd_consts)
+    if any(t is not None for t in t_args):
+        raise _forward_mode_error(name)
+    outs = eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *consts, *args)
+    return outs, _closure_tangents(call_jaxpr, consts, args, t_consts)
+
+
 def _custom_vjp_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
-                          fun: Any, fwd: Any, bwd: Any, name: str) -> tuple[list[Any], list[Any]]:
-    outs, res = fwd(*primals)
-    linear_in = [_zeros_for(p) if t is None else t for p, t in zip(primals, tangents)]
-    out_avals = tuple(get_aval(o).strip_weak_type() for o in outs)
-    t_outs = trace.stage(custom_vjp_bwd_p, [*res, *linear_in],
-                         {"bwd": bwd, "num_res": len(res), "out_avals": out_avals, "name": name})
-    return outs, t_outs
+                          call_jaxpr: ClosedJaxpr, fwd: ClosedJaxpr | _Rule, bwd: ClosedJaxpr | _Rule,
+                          num_consts: int, num_fwd_consts: int, num_bwd_consts: int,
+                          name: str) -> tuple[list[Any], list[Any]]:
+    consts, fwd_consts, bwd_consts, args = _split(primals, num_consts, num_fwd_consts, num_bwd_consts)
+    t_consts, _, _, t_args = _split(tangents, num_consts, num_fwd_consts, num_bwd_consts)
+    n_out = len(call_jaxpr.out_avals)
+    fwd, fwd_consts = _as_jaxpr(fwd, fwd_consts, call_jaxpr.in_avals[num_consts:])
+    both = eval_jaxpr(fwd.jaxpr, fwd.consts, *fwd_consts, *args)
+    outs, res = both[:n_out], both[n_out:]
+    t_outs: list[Any] = [None] * n_out
+    if any(t is not None for t in t_args):
+        bwd, bwd_consts = _as_jaxpr(bwd, bwd_consts, [*fwd.out_avals[n_out:], *call_jaxpr.out_avals])
+        linear_in = [_zeros_for(p) if t is None else t for p, t in zip(args, t_args)]
+        t_outs = trace.stage(custom_vjp_bwd_p, [*bwd_consts, *res, *linear_in], {
+            "bwd": bwd, "num_res": len(bwd_consts) + len(res), "name": name,
+            "out_avals": tuple(call_jaxpr.out_avals),
+        })
+    prev = ctx.trace
+    ctx.trace = trace.rule_trace
+    try:
+        return outs, _add_tangents(t_outs, _closure_tangents(call_jaxpr, consts, args, t_consts))
+    finally:
+        ctx.trace = prev
 
 
 jvp_rules[custom_vjp_call_p] = Linearization(_custom_vjp_forward_mode, _custom_vjp_linearize)
+
+
+def _custom_vjp_batch(args: list[Any], dims: list[Any], *, call_jaxpr: ClosedJaxpr, fwd: ClosedJaxpr | _Rule,
+                      bwd: ClosedJaxpr | _Rule, num_consts: int, num_fwd_consts: int, num_bwd_consts: int,
+                      name: str) -> Any:
+    size = batch_size(args, dims)
+    nc, nf, nb = num_consts, num_fwd_consts, num_bwd_consts
+    moved, new_dims = _batch_operands(args, dims, size, nc + nf + nb)
+    c_dims, f_dims, b_dims, x_dims = _split(new_dims, nc, nf, nb)
+    call_b, _ = batch_jaxpr(call_jaxpr, size, (*c_dims, *x_dims), True)
+    if isinstance(fwd, _Rule) or isinstance(bwd, _Rule):  # both are, or neither
+        fwd_b: ClosedJaxpr | _Rule = fwd.batched(size)  # type: ignore[union-attr]
+        bwd_b: ClosedJaxpr | _Rule = bwd.batched(size)  # type: ignore[union-attr]
+    else:
+        n_ct = len(call_jaxpr.out_avals) + len(fwd.out_avals) - len(call_jaxpr.out_avals)
+        fwd_b = batch_jaxpr(fwd, size, (*f_dims, *x_dims), True)[0]
+        bwd_b = batch_jaxpr(bwd, size, (*b_dims, *[0] * n_ct), True)[0]
+    out = custom_vjp_call_p.bind(*moved, call_jaxpr=call_b, fwd=fwd_b, bwd=bwd_b, num_consts=nc,
+                                 num_fwd_consts=nf, num_bwd_consts=nb, name=name)
+    return out, [0] * len(out)
+
+
+batch_rules[custom_vjp_call_p] = _custom_vjp_batch
 
 
 def _custom_vjp_bwd_impl(*args: Any, name: str, **_: Any) -> list[Any]:
@@ -409,52 +597,19 @@ custom_vjp_bwd_p = Primitive(
 )
 
 
-def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: Any, num_res: int,
+def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: ClosedJaxpr, num_res: int,
                               out_avals: tuple[ShapedArray, ...], name: str) -> list[Any]:
     res, linear = args[:num_res], args[num_res:]
-    filled = [np.zeros(a.shape, a.dtype) if ct is None else ct for ct, a in zip(cts, out_avals)]
-    cts_in = bwd(res, filled)
-    out: list[Any] = [None] * num_res
-    for x, c in zip(linear, cts_in):
-        if c is None or not is_linear(x):
-            out.append(None)
-            continue
-        _check_outputs("the bwd rule", name, [c], [np.zeros(x.aval.shape, x.aval.dtype)])
-        out.append(c)
-    return out
+    filled = [zeros(a) if ct is None else ct for ct, a in zip(cts, out_avals)]
+    cts_in = eval_jaxpr(bwd.jaxpr, bwd.consts, *res, *filled)
+    return [None] * num_res + [c if is_linear(x) else None for x, c in zip(linear, cts_in)]
 
 
 transpose_rules[custom_vjp_bwd_p] = _custom_vjp_bwd_transpose
-
-
-def _custom_vjp_batch(args: list[Any], dims: list[Any], *, fun: FlatFunction, fwd: Any, bwd: Any,
-                      name: str) -> Any:
-    moved, size, examples = _to_front(args, dims)
-    n_out, n_res = _count_outputs(fwd, examples)
-
-    def fwd_both(*a: Any) -> list[Any]:
-        outs, res = fwd(*a)
-        return [*outs, *res]
-
-    def fwd_b(*xs: Any) -> tuple[list[Any], list[Any]]:
-        flat = batch_flat(fwd_both, xs, [0] * len(xs), lambda: [0] * (n_out + n_res), size,
-                          "vmap of a custom fwd rule")
-        return flat[:n_out], flat[n_out:]
-
-    def bwd_filled(*a: Any) -> list[Any]:
-        cts = bwd(a[:n_res], a[n_res:])
-        return [np.zeros(e.shape, e.dtype) if c is None else c for c, e in zip(cts, examples)]
-
-    def bwd_b(res: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
-        return batch_flat(bwd_filled, [*res, *cts], [0] * (n_res + len(cts)), lambda: [0] * len(examples),
-                          size, "vmap of a custom bwd rule")
-
-    out = custom_vjp_call_p.bind(*moved, fun=FlatFunction(_batched_function(fun, n_out, size), name),
-                                 fwd=fwd_b, bwd=bwd_b, name=name)
-    return out, [0] * len(out)
-
-
-batch_rules[custom_vjp_call_p] = _custom_vjp_batch
+# Applied forward, the linear map of a custom_vjp does not exist: every
+# transform of it says so, as its evaluation does.
+jvp_rules[custom_vjp_bwd_p] = lambda primals, tangents, **params: _custom_vjp_bwd_impl(**params)
+batch_rules[custom_vjp_bwd_p] = lambda args, dims, **params: _custom_vjp_bwd_impl(**params)
 
 
 # --- checkpoint ------------------------------------------------------------------
@@ -489,7 +644,8 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
             out_leaves, outs.tree = tree_flatten(fun(*_merge(fixed, tree_unflatten(in_tree, xs), static)))
             return out_leaves
 
-        out_leaves = checkpoint_p.bind(*leaves, fun=FlatFunction(flat_fun, name), name=name)
+        jaxpr, consts = _stage(flat_fun, _avals(leaves), name)
+        out_leaves = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, name=name)
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
 
@@ -499,76 +655,60 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
 remat = checkpoint
 
 
-def _checkpoint_impl(*args: Any, fun: FlatFunction, **_: Any) -> list[Any]:
-    return fun(*args)
+def _checkpoint_impl(*args: Any, jaxpr: ClosedJaxpr, **_: Any) -> list[Any]:
+    return eval_closed_now(jaxpr, args)
 
 
-checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _call_aval, multiple_results=True)
+checkpoint_p = Primitive("checkpoint", _checkpoint_impl, lambda *a, jaxpr, **_: jaxpr.out_avals,
+                         multiple_results=True)
 
 
-def _checkpoint_jvp(primals: list[Any], tangents: list[Any], *, fun: FlatFunction, name: str) -> Any:
-    outs, t_outs, _ = jvp_flat(fun, primals, tangents, f"jvp of checkpointed {name}")
-    return outs, t_outs
+def _unpack_tangents(
+    outs: list[Any], n_out: int, out_nonzeros: tuple[bool, ...]
+) -> tuple[list[Any], list[Any]]:
+    """The primal outputs, and the tangents with None where `out_nonzeros` says there are none."""
+    it = iter(outs[n_out:])
+    return outs[:n_out], [next(it) if nz else None for nz in out_nonzeros]
+
+
+def _checkpoint_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, name: str) -> Any:
+    jvp, out_nonzeros = jvp_jaxpr(jaxpr, tuple(t is not None for t in tangents), False)
+    outs = checkpoint_p.bind(*primals, *(t for t in tangents if t is not None), jaxpr=jvp, name=name)
+    return _unpack_tangents(outs, len(jaxpr.out_avals), out_nonzeros)
 
 
 def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
-                          fun: FlatFunction, name: str) -> tuple[list[Any], list[Any]]:
-    outs = fun(*primals)  # no residuals kept: the backward pass recomputes them
-    linear_in = [_zeros_for(p) if t is None else t for p, t in zip(primals, tangents)]
-    out_avals = tuple(get_aval(o).strip_weak_type() for o in outs)
-    t_outs = trace.stage(checkpoint_vjp_p, [*primals, *linear_in],
-                         {"fun": fun, "num_primals": len(primals), "out_avals": out_avals, "name": name})
-    return outs, t_outs
+                          jaxpr: ClosedJaxpr, name: str) -> tuple[list[Any], list[Any]]:
+    outs = checkpoint_p.bind(*primals, jaxpr=jaxpr, name=name)  # the primal part, now
+    # The tangent part, staged as one checkpoint equation holding only the
+    # inputs: its transpose recomputes what it needs from them.
+    jvp, out_nonzeros = jvp_jaxpr(jaxpr, tuple(t is not None for t in tangents), False)
+    n_out = len(jaxpr.out_avals)
+    tangent_part = dce_closed_jaxpr(jvp, [False] * n_out + [True] * sum(out_nonzeros))
+    t_outs = trace.stage(checkpoint_p, [*primals, *(t for t in tangents if t is not None)],
+                         {"jaxpr": tangent_part, "name": name})
+    return outs, _unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
 
 
 jvp_rules[checkpoint_p] = Linearization(_checkpoint_jvp, _checkpoint_linearize)
 
 
-def _checkpoint_batch(args: list[Any], dims: list[Any], *, fun: FlatFunction, name: str) -> Any:
-    moved, size, examples = _to_front(args, dims)
-    (n_out,) = _count_outputs(fun, examples)
-    out = checkpoint_p.bind(*moved, fun=FlatFunction(_batched_function(fun, n_out, size), name), name=name)
-    return out, [0] * len(out)
+def _checkpoint_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, name: str) -> list[Any]:
+    linear = tuple(type(a) is UndefinedPrimal for a in args)
+    transposed = transpose_jaxpr(jaxpr, linear)
+    filled = [zeros(a) if ct is None else ct for ct, a in zip(cts, jaxpr.out_avals)]
+    cts_in = iter(checkpoint_p.bind(*(a for a, lin in zip(args, linear) if not lin), *filled,
+                                    jaxpr=transposed, name=name))
+    return [next(cts_in) if lin else None for lin in linear]
+
+
+transpose_rules[checkpoint_p] = _checkpoint_transpose
+
+
+def _checkpoint_batch(args: list[Any], dims: list[Any], *, jaxpr: ClosedJaxpr, name: str) -> Any:
+    batched, out_batched = batch_jaxpr(jaxpr, batch_size(args, dims), tuple(dims), False)
+    out = checkpoint_p.bind(*args, jaxpr=batched, name=name)
+    return out, [0 if b else None for b in out_batched]
 
 
 batch_rules[checkpoint_p] = _checkpoint_batch
-
-
-def _checkpoint_vjp_impl(*args: Any, fun: FlatFunction, num_primals: int,
-                         out_avals: tuple[ShapedArray, ...], **_: Any) -> list[Any]:
-    # Forward evaluation of the linear map (linearize's f_jvp): recompute a jvp.
-    t_outs = jvp_flat(fun, args[:num_primals], args[num_primals:])[1]
-    return [np.zeros(a.shape, a.dtype) if t is None else t for t, a in zip(t_outs, out_avals)]
-
-
-def _checkpoint_vjp_aval(
-    *avals: ShapedArray, out_avals: tuple[ShapedArray, ...], **_: Any
-) -> list[ShapedArray]:
-    return list(out_avals)
-
-
-checkpoint_vjp_p = Primitive(
-    "checkpoint_vjp", _checkpoint_vjp_impl, _checkpoint_vjp_aval, multiple_results=True
-)
-
-
-def _checkpoint_vjp_transpose(cts: list[Any], *args: Any, fun: FlatFunction, num_primals: int,
-                              out_avals: tuple[ShapedArray, ...], name: str) -> list[Any]:
-    primals = args[:num_primals]
-    _, linear, _ = linearize_flat(fun, primals, f"recomputation of checkpointed {name}", keep=False)
-    return [None] * num_primals + linear.transpose(list(cts), consume=True)
-
-
-transpose_rules[checkpoint_vjp_p] = _checkpoint_vjp_transpose
-
-
-def _checkpoint_vjp_jvp(primals: list[Any], tangents: list[Any], *, fun: FlatFunction, num_primals: int,
-                        out_avals: Any, name: str) -> Any:
-    def linear_map(*a: Any) -> list[Any]:
-        return _checkpoint_vjp_impl(*a, fun=fun, num_primals=num_primals, out_avals=out_avals)
-
-    outs, t_outs, _ = jvp_flat(linear_map, primals, tangents)
-    return outs, t_outs
-
-
-jvp_rules[checkpoint_vjp_p] = _checkpoint_vjp_jvp

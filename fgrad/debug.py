@@ -24,7 +24,7 @@ import numpy as np
 
 from .api.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from .core.avals import ShapedArray
-from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
+from .core.rules import Linearization, batch_rules, effectful, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, EvalTrace, Primitive, ctx
 
 __all__ = ["print", "tap_grad", "debug_nans"]
@@ -101,6 +101,8 @@ batch_rules[tap_grad_p] = lambda args, dims, **params: (tap_grad_p.bind(*args, *
 
 # The tangent passes through unchanged; transposed, the cotangent goes to the callback.
 tap_cotangent_p = Primitive("tap_cotangent", lambda t, **_: t, lambda t, **_: t)
+# Printing and calling back are what these are for: passes never drop them.
+effectful.update((debug_print_p, debug_callback_p, tap_grad_p, tap_cotangent_p))
 transpose_rules[tap_cotangent_p] = lambda ct, t, *, callback: [debug_callback_p.bind(ct, callback=callback)]
 jvp_rules[tap_cotangent_p] = lambda primals, tangents, **params: (
     tap_cotangent_p.bind(*primals, **params), tangents[0]

@@ -36,6 +36,10 @@ never receive a zero array they would have to build first.
   `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
   on the parent trace and returns the result's batch axis.
 
+Effects: a primitive in `effectful` does something besides computing its
+results (prints, calls back into Python). Passes never drop it for an unused
+result, and never merge two of its equations.
+
 A primitive whose reverse mode is not the transpose of its jvp (custom_vjp,
 checkpoint) registers a `Linearization` as its jvp rule: forward mode calls
 its `jvp`; reverse mode calls its `linearize(trace, primals, tangents,
@@ -52,7 +56,8 @@ from .avals import ShapedArray
 from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "LARGE_ARRAY_BYTES",
+    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "effectful",
+    "LARGE_ARRAY_BYTES",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
 
@@ -60,6 +65,7 @@ jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Line
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
+effectful: set[Primitive] = set()
 
 
 class UndefinedPrimal:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .jaxpr import Jaxpr, Literal, Var
+from ..core.trace import ctx
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 
-__all__ = ["eval_jaxpr"]
+__all__ = ["eval_jaxpr", "eval_closed_now"]
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
@@ -38,3 +39,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
         else:
             env[eqn.outvars[0]] = outs
     return [read(a) for a in jaxpr.outvars]
+
+
+def eval_closed_now(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate `closed` with evaluation current: the impl of a higher-order
+    primitive, whose equations are computed, not handed again to whichever
+    transform passed the primitive down to evaluation."""
+    prev = root = ctx.trace
+    while root.parent is not None:  # evaluation, or evaluation with NaN checks
+        root = root.parent
+    ctx.trace = root
+    try:
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    finally:
+        ctx.trace = prev

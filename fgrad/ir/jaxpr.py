@@ -77,7 +77,7 @@ class JaxprEqn:
 class Jaxpr:
     """A function as a list of equations over variables."""
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "__weakref__")
 
     def __init__(
         self,
@@ -113,7 +113,7 @@ class ClosedJaxpr:
     { lambda ; a:f64[]. let b:f64[] = sin a in (b,) }
     """
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]) -> None:
         self.jaxpr = jaxpr
@@ -183,8 +183,8 @@ def _pp_binder(v: Var, name: _Namer) -> str:
 def _pp_param(value: Any) -> str:
     if isinstance(value, np.dtype):
         return value.name
-    if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        return str(value)
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):  # a sub-jaxpr: indented under its equation
+        return str(value).replace("\n", "\n    ")
     return str(value)
 
 

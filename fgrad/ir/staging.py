@@ -17,17 +17,17 @@ This module knows no derivative rules and no pytrees.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
-from ..core.trace import Primitive, Trace, Tracer
+from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
-__all__ = ["StagingTrace", "StagingTracer"]
+__all__ = ["StagingTrace", "StagingTracer", "trace_to_jaxpr", "closure_convert"]
 
 _SCALAR_TYPES = (float, int, bool, complex, np.generic)
 _aval_of = operator.attrgetter("aval")
@@ -163,3 +163,31 @@ class StagingTrace(Trace):
             "  - differentiate with grad/jvp/vjp directly: they trace with concrete values, so "
             "Python control flow runs as written there."
         )
+
+
+def trace_to_jaxpr(
+    fun: Callable[..., Sequence[Any]],
+    in_avals: Sequence[ShapedArray],
+    transform: str,
+    fun_name: str = "the function",
+    fresh: bool = False,
+) -> ClosedJaxpr:
+    """Stage `fun` (flat lists in, a flat list out) on abstract inputs.
+
+    Values it closes over become constants of the jaxpr, tracers of enclosing
+    transforms included. With `fresh` it is staged in a context of its own,
+    below evaluation rather than below the current trace: a jaxpr-to-jaxpr
+    transform's result must not depend on its caller's transforms.
+    """
+    trace = StagingTrace(EVAL_TRACE if fresh else ctx.trace, transform, fun_name=fun_name)
+    with tracing(trace):
+        outs = fun(*[trace.new_arg(a) for a in in_avals])
+    return trace.to_jaxpr(outs)
+
+
+def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """The jaxpr with its constants turned into leading inputs, and those
+    constants. A higher-order primitive takes them as operands, so that every
+    transform sees what its function closed over."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], j.outvars, j.eqns), []), list(closed.consts)

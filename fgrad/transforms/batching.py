@@ -22,9 +22,13 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError, missing_rule_error
 from ..core.rules import UndefinedPrimal, batch_rules
 from ..core.trace import Primitive, Trace, Tracer, ctx, tracing
+from ..ir.cache import cached_per_jaxpr
+from ..ir.evaluate import eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr
+from ..ir.staging import trace_to_jaxpr
 from ..primitives.batching import move_axis, with_batch_axis
 
-__all__ = ["BatchTrace", "BatchTracer", "batch_flat"]
+__all__ = ["BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr"]
 
 
 class BatchTracer(Tracer):
@@ -178,3 +182,44 @@ def batch_flat(
                 val, dim = with_batch_axis(val, None, axis_size), 0
             results.append(move_axis(val, dim, want))
     return results
+
+
+@cached_per_jaxpr
+def batch_jaxpr(
+    closed: ClosedJaxpr,
+    axis_size: int,
+    in_dims: tuple[int | None, ...],
+    out_instantiate: bool | tuple[bool, ...],
+) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+    """`closed` on batches, as a jaxpr (cached): input i holds `axis_size`
+    examples along `in_dims[i]` (None: the same for all). An output that
+    varies across examples, or is marked in `out_instantiate`, holds them along
+    axis 0; the others are unbatched. Returns the jaxpr and which outputs are
+    batched. A loop's carry is batched to a fixpoint by calling it again with
+    `out_instantiate` set to the carries found batched so far.
+    """
+    n_out = len(closed.out_avals)
+    inst = (out_instantiate,) * n_out if isinstance(out_instantiate, bool) else out_instantiate
+    out_batched: list[bool] = []
+
+    def batched(*args: Any) -> list[Any]:
+        trace = BatchTrace(ctx.trace, "vmap of a jaxpr", axis_size)
+        with tracing(trace):
+            ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+        results = []
+        out_batched.clear()
+        for x, want in zip(outs, inst):
+            val, dim = trace.split(x)
+            if dim is None and want:
+                val, dim = with_batch_axis(val, None, axis_size), 0
+            results.append(val if dim is None else move_axis(val, dim, 0))
+            out_batched.append(dim is not None)
+        return results
+
+    in_avals = [
+        a if d is None else ShapedArray((*a.shape[:d], axis_size, *a.shape[d:]), a.dtype)
+        for a, d in zip(closed.in_avals, in_dims)
+    ]
+    jaxpr = trace_to_jaxpr(batched, in_avals, "vmap of a jaxpr", fresh=True)
+    return jaxpr, tuple(out_batched)

@@ -20,11 +20,14 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.errors import derivative_dropped_error, missing_rule_error
 from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
-from ..ir.staging import StagingTrace
+from ..ir.cache import cached_per_jaxpr
+from ..ir.evaluate import eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr
+from ..ir.staging import StagingTrace, trace_to_jaxpr
 from ..primitives.derivatives import fit_to, zeros_like_value
 from ..primitives.elementwise import add, mul, neg
 
-__all__ = ["JVPTrace", "JVPTracer", "jvp_flat"]
+__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "jvp_jaxpr"]
 
 
 class JVPTracer(Tracer):
@@ -215,3 +218,34 @@ def jvp_flat(
     pairs = [trace.split(x) for x in outs]
     aux = [trace.split(x)[0] for x in aux]
     return [p for p, _ in pairs], [t for _, t in pairs], aux
+
+
+@cached_per_jaxpr
+def jvp_jaxpr(
+    closed: ClosedJaxpr, nonzeros: tuple[bool, ...], instantiate: bool | tuple[bool, ...]
+) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+    """The jvp of `closed`, as a jaxpr (cached).
+
+    Its inputs are `closed`'s, then the tangents of those marked in `nonzeros`;
+    its outputs are `closed`'s, then the tangents of the outputs that depend on
+    a nonzero tangent or are marked in `instantiate` (those get zeros). Returns
+    the jaxpr and, for each output, whether it has a tangent there.
+    """
+    n_in, n_out = len(nonzeros), len(closed.out_avals)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else instantiate
+    out_nonzeros: list[bool] = []
+
+    def jvp_of_jaxpr(*args: Any) -> list[Any]:
+        it = iter(args[n_in:])
+        tangents = [next(it) if nz else None for nz in nonzeros]
+        outs, t_outs, _ = jvp_flat(
+            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args[:n_in], tangents, "jvp of a jaxpr"
+        )
+        t_outs = [zeros_like_value(o) if t is None and i else t for o, t, i in zip(outs, t_outs, inst)]
+        out_nonzeros[:] = [t is not None for t in t_outs]
+        return [*outs, *(t for t in t_outs if t is not None)]
+
+    avals = closed.in_avals
+    in_avals = [*avals, *(a.strip_weak_type() for a, nz in zip(avals, nonzeros) if nz)]
+    jaxpr = trace_to_jaxpr(jvp_of_jaxpr, in_avals, "jvp of a jaxpr", fresh=True)
+    return jaxpr, tuple(out_nonzeros)

@@ -30,13 +30,17 @@ from ..core.rules import (
     transpose_rules,
 )
 from ..core.trace import Primitive, Tracer, ctx, tracing
+from ..ir.cache import cached_per_jaxpr
+from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_jaxpr
-from ..ir.staging import StagingTrace, StagingTracer
+from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
 from ..primitives import elementwise, shapes
+from ..primitives.derivatives import zeros
 from .forward import JVPTrace, JVPTracer
+from .partial_eval import partial_eval_jaxpr
 
-__all__ = ["LinearFunction", "linearize_flat", "backward_pass"]
+__all__ = ["LinearFunction", "linearize_flat", "backward_pass", "transpose_jaxpr"]
 
 
 class LinearFunction:
@@ -373,3 +377,32 @@ def backward_pass(
         # cotangents from being overwritten.
         ct = cts_in = c = prev = total = None
     return [cts.pop(v, None) for v in jaxpr.invars]
+
+
+@cached_per_jaxpr
+def transpose_jaxpr(closed: ClosedJaxpr, linear: tuple[bool, ...]) -> ClosedJaxpr:
+    """The transpose of `closed` in its inputs marked `linear`, as a jaxpr (cached).
+
+    Its inputs are the non-linear inputs, then one cotangent per output; its
+    outputs are the cotangents of the linear inputs (zeros where none
+    arrives). The part that needs only the non-linear inputs is evaluated
+    forward first (partial evaluation), the rest transposed: so the
+    transpose of a jvp jaxpr recomputes its residuals, which is what
+    checkpointing needs.
+    """
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(closed, linear, False)
+    n_known_in = linear.count(False)
+    n_known_out = out_unknowns.count(False)
+    uj = unknown.jaxpr
+    # Residuals are the transposed jaxpr's constants, the linear inputs its variables.
+    body = Jaxpr([*uj.constvars, *uj.invars[:num_res]], uj.invars[num_res:], uj.outvars, uj.eqns)
+    linear_avals = [a for a, lin in zip(closed.in_avals, linear) if lin]
+
+    def transposed(*args: Any) -> list[Any]:
+        res = eval_jaxpr(known.jaxpr, known.consts, *args[:n_known_in])[n_known_out:]
+        cts = [ct for ct, u in zip(args[n_known_in:], out_unknowns) if u]
+        cts_in = backward_pass(body, [*unknown.consts, *res], cts)
+        return [zeros(a) if ct is None else ct for ct, a in zip(cts_in, linear_avals)]
+
+    in_avals = [*(a for a, lin in zip(closed.in_avals, linear) if not lin), *closed.out_avals]
+    return trace_to_jaxpr(transposed, in_avals, "transpose of a jaxpr", fresh=True)

@@ -2,11 +2,12 @@
 the PRIMITIVES of a module of tests/primitives or tests/numpy). A new primitive
 fails here until it gets both."""
 
-import types
+import importlib
+import pkgutil
 
 import pytest
 
-import fgrad.primitives
+import fgrad
 from fgrad.core import Primitive, jvp_rules, transpose_rules
 from fgrad.core.rules import BILINEAR
 from fgrad.core.rules import LINEAR as LINEAR_RULE
@@ -15,13 +16,17 @@ from tests.transforms.test_batching import _collect
 # primitive name -> the test module that checks its rules numerically
 TESTED_IN = _collect("PRIMITIVES")
 
+# Every primitive defined anywhere in the package, optional extras included.
 ALL = {
     p.name: p
-    for module in vars(fgrad.primitives).values()
-    if isinstance(module, types.ModuleType)
-    for p in vars(module).values()
+    for info in pkgutil.walk_packages(fgrad.__path__, "fgrad.")
+    for p in vars(importlib.import_module(info.name)).values()
     if isinstance(p, Primitive)
 }
+
+
+def test_the_registry_sees_the_higher_order_primitives():
+    assert {"custom_jvp_call", "custom_vjp_call", "checkpoint", "debug_print", "tap_grad"} <= set(ALL)
 
 
 def test_every_primitive_is_tested():

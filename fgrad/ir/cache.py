@@ -1,0 +1,42 @@
+"""A cache for jaxpr-to-jaxpr transforms, keyed weakly on the jaxpr.
+
+A transform of a higher-order primitive's jaxpr (its jvp, its batched form,
+its partial evaluation) is asked for again at every call of the primitive;
+tracing it once per (jaxpr, arguments) makes those calls cheap. Entries go
+when their jaxpr does. Thread-safe: a lock guards the table, and two threads
+that miss together both compute the (identical) result.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from .jaxpr import ClosedJaxpr
+
+__all__ = ["cached_per_jaxpr"]
+
+R = TypeVar("R")
+
+
+def cached_per_jaxpr(fn: Callable[..., R]) -> Callable[..., R]:
+    """Cache `fn(closed, *args)` for each ClosedJaxpr `closed` and hashable `args`."""
+    table: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple[Hashable, ...], Any]]
+    table = weakref.WeakKeyDictionary()
+    lock = threading.Lock()
+
+    @functools.wraps(fn)
+    def cached(closed: ClosedJaxpr, *args: Hashable) -> R:
+        with lock:
+            entries = table.get(closed)
+            if entries is not None and args in entries:
+                return entries[args]
+        result = fn(closed, *args)
+        with lock:
+            table.setdefault(closed, {})[args] = result
+        return result
+
+    return cached
