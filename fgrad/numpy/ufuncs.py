@@ -38,13 +38,12 @@ __all__ = [
 
 
 def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike], Array]:
-    _ctx, _eval = ctx, EVAL_TRACE
+    _ctx, _eval, bind = ctx, EVAL_TRACE, prim.bind
 
     def fn(x: ArrayLike, /) -> Array:
-        trace = _ctx.trace
-        if trace is _eval:
+        if _ctx.trace is _eval:
             return np_fn(x)
-        return trace.process_primitive(prim, (x if type(x) in DIRECT_TYPES else operand(x),), {})
+        return bind(x if type(x) in DIRECT_TYPES else operand(x))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"numpy.{np_fn.__name__}, differentiable and traceable."
@@ -52,17 +51,16 @@ def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[A
 
 
 def _binary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike, ArrayLike], Array]:
-    _ctx, _eval = ctx, EVAL_TRACE
+    _ctx, _eval, bind = ctx, EVAL_TRACE, prim.bind
 
     def fn(x: ArrayLike, y: ArrayLike, /) -> Array:
-        trace = _ctx.trace
-        if trace is _eval:
+        if _ctx.trace is _eval:
             return np_fn(x, y)
         if type(x) not in DIRECT_TYPES:
             x = operand(x)
         if type(y) not in DIRECT_TYPES:
             y = operand(y)
-        return trace.process_primitive(prim, (x, y), {})
+        return bind(x, y)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"numpy.{np_fn.__name__}, with NumPy broadcasting; differentiable and traceable."
