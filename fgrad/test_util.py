@@ -38,6 +38,19 @@ def _lowest_precision(tree: Any) -> np.dtype:
     return min(real, key=lambda d: d.itemsize)
 
 
+def _tolerances(values: Any, atol: float | None, rtol: float | None, eps: float | None
+                ) -> tuple[float, float, float]:
+    """The tolerances and step given, each None replaced by the default for the lowest
+    precision among `values` (rtol's default is atol). A given 0.0 stays 0.0."""
+    precision = _lowest_precision(values)
+    eps = _EPS.get(precision, 1e-5) if eps is None else eps
+    if not eps > 0:
+        raise ValueError(f"eps, the finite-difference step, must be positive, got {eps!r}")
+    atol = _TOL.get(precision, 1e-5) if atol is None else atol
+    rtol = atol if rtol is None else rtol
+    return atol, rtol, eps
+
+
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
     """A random direction with the structure, shapes and dtypes of `tree`
     (zero for integer leaves, which have no derivative)."""
@@ -103,10 +116,7 @@ def check_jvp(f: Callable[..., Any], args: Sequence[Any], atol: float | None = N
               what: str = "JVP") -> None:
     """Forward mode against finite differences along a random tangent."""
     args = tuple(args)
-    precision = _lowest_precision((args, f(*args)))
-    eps = eps or _EPS.get(precision, 1e-5)
-    atol = atol or _TOL.get(precision, 1e-5)
-    rtol = rtol or atol
+    atol, rtol, eps = _tolerances((args, f(*args)), atol, rtol, eps)
     tangents = _random_like(tuple(args), np.random.default_rng(seed))
     _, t_out = jvp(f, tuple(args), tangents)
     _assert_close(t_out, numerical_jvp(f, args, tangents, eps), atol, rtol, what)
@@ -118,10 +128,7 @@ def check_vjp(f: Callable[..., Any], args: Sequence[Any], atol: float | None = N
     """Reverse mode against finite differences: <vjp(u), t> must equal <u, J t>
     for a random tangent t and a random cotangent u."""
     args = tuple(args)
-    precision = _lowest_precision((args, f(*args)))
-    eps = eps or _EPS.get(precision, 1e-5)
-    atol = atol or _TOL.get(precision, 1e-5)
-    rtol = rtol or atol
+    atol, rtol, eps = _tolerances((args, f(*args)), atol, rtol, eps)
     rng = np.random.default_rng(seed)
     tangents = _random_like(tuple(args), rng)
     out, vjp_fn = vjp(f, *args)
@@ -153,7 +160,9 @@ def check_grads(
 
     Raises AssertionError naming the mode and order that disagree. Higher
     orders check the derivative functions themselves: `jvp(f)` as a function
-    of primals and tangents, and `x -> vjp(f, x)(f(x))`.
+    of primals and tangents, and `x -> vjp(f, x)(f(x))`. `atol`, `rtol` and
+    the step `eps` left None are chosen by the precision of the inputs and
+    outputs (`rtol` then equals `atol`); values given, 0.0 included, are used.
     """
     args = tuple(args)
     unknown = set(modes) - {"fwd", "rev"}

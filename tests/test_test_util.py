@@ -48,6 +48,24 @@ def test_check_grads_argument_errors():
         check_grads(fnp.sin, (1.0,), order=0)
 
 
+@pytest.mark.parametrize("mode, what", [("fwd", "JVP"), ("rev", "VJP")])
+def test_zero_tolerances_are_used_not_replaced_by_the_defaults(mode, what):
+    # Finite differences are never exact, so a check with no tolerance at all must fail:
+    # `atol or default` took 0.0 for "not given" and passed it.
+    check_grads(fnp.sin, (0.5,), order=1, modes=(mode,))
+    with pytest.raises(AssertionError, match=f"{what} does not match.*atol=0.0, rtol=0.0"):
+        check_grads(fnp.sin, (0.5,), order=1, modes=(mode,), atol=0.0, rtol=0.0)
+    with pytest.raises(AssertionError, match="atol=0.0, rtol=0.0"):  # rtol defaults to atol
+        check_grads(fnp.sin, (0.5,), order=1, modes=(mode,), atol=0.0)
+    check_grads(fnp.sin, (0.5,), order=1, modes=(mode,), atol=0.0, rtol=1e-8)
+
+
+def test_eps_must_be_a_positive_step():
+    for eps in (0.0, -1e-5):
+        with pytest.raises(ValueError, match="eps, the finite-difference step, must be positive"):
+            check_grads(fnp.sin, (0.5,), order=1, eps=eps)
+
+
 def test_transpose_rules_table_is_used_for_reverse_mode():
     assert ew.mul_p in transpose_rules
 
