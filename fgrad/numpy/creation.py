@@ -158,6 +158,7 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, *, dtype
 def hstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
     """numpy.hstack: concatenate along the second axis (the first, for 1-d arrays).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.hstack([np.ones(2), np.zeros(1)])
     array([1., 1., 0.])
     """
@@ -171,6 +172,7 @@ def hstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_
 def vstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
     """numpy.vstack: concatenate along the first axis, 1-d arrays (N,) taken as rows (1, N).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.vstack([np.ones(2), np.zeros(2)]).shape
     (2, 2)
     """
@@ -182,6 +184,7 @@ def vstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_
 def dstack(tup: Sequence[ArrayLike]) -> Array:
     """numpy.dstack: concatenate along the third axis (as atleast_3d shapes them).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.dstack([np.ones(2), np.zeros(2)]).shape
     (1, 2, 2)
     """
@@ -193,6 +196,7 @@ def dstack(tup: Sequence[ArrayLike]) -> Array:
 def column_stack(tup: Sequence[ArrayLike]) -> Array:
     """numpy.column_stack: 1-d arrays as columns (N, 1), then concatenate along the second axis.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.column_stack([np.ones(2), np.zeros(2)]).shape
     (2, 2)
     """
@@ -211,6 +215,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
     """numpy.meshgrid: coordinate arrays from coordinate vectors, with 'xy' (Cartesian: the
     first two axes swapped) or 'ij' (matrix) indexing; `sparse` keeps the size-1 axes.
 
+    >>> import fgrad.numpy as fnp
     >>> [g.shape for g in fnp.meshgrid(np.ones(2), np.ones(3))]
     [(3, 2), (3, 2)]
     """
@@ -290,6 +295,7 @@ def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", **kwargs: Any)
     """numpy.pad with modes 'constant' (`constant_values`, which may be traced), 'edge',
     'reflect', 'symmetric' (reflect_type 'even'), 'wrap' and 'empty' (filled with zeros).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.pad(np.array([1.0, 2.0]), (1, 2), mode="edge")
     array([1., 1., 2., 2., 2.])
     """
@@ -329,6 +335,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     """numpy.diag: a 1-d `v` as the k-th diagonal of a square matrix, or the k-th diagonal
     of a 2-d `v`.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.diag(np.array([1.0, 2.0]))
     array([[1., 0.],
            [0., 2.]])
@@ -353,6 +360,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
 def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """numpy.diagflat: the flattened `v` as the k-th diagonal of a square matrix.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.diagflat(np.ones((1, 2))).shape
     (2, 2)
     """
@@ -368,6 +376,7 @@ def _triangle(x: Any, keep: np.ndarray) -> Any:
 def tril(m: ArrayLike, k: int = 0) -> Array:
     """numpy.tril: zeros above the k-th diagonal of the last two axes.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.tril(np.ones((2, 2)))
     array([[1., 0.],
            [1., 1.]])
@@ -381,6 +390,7 @@ def tril(m: ArrayLike, k: int = 0) -> Array:
 def triu(m: ArrayLike, k: int = 0) -> Array:
     """numpy.triu: zeros below the k-th diagonal of the last two axes.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.triu(np.ones((2, 2)))
     array([[1., 1.],
            [0., 1.]])

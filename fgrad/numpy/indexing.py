@@ -84,6 +84,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     """numpy.take: the elements at `indices` along `axis` (axis None: of the flattened array);
     mode 'raise' (bounds-checked, negative indices count from the end), 'wrap' or 'clip'.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.take(np.array([1.0, 2.0, 3.0]), [2, 0])
     array([3., 1.])
     """
@@ -111,6 +112,7 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -
     """numpy.take_along_axis: pick along `axis` by `indices` of the same rank (other axes
     broadcast), as argsort or argmax with keepdims give them.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.take_along_axis(np.array([[3.0, 1.0], [2.0, 4.0]]), np.array([[1], [0]]), axis=1)
     array([[1.],
            [2.]])
@@ -137,6 +139,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     """numpy.diagonal: the elements ``a[..., i, i + offset]`` of the plane (axis1, axis2), as
     the last axis of the result.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.diagonal(np.arange(9.0).reshape(3, 3), offset=1)
     array([1., 5.])
     """
@@ -162,6 +165,7 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: 
           out: None = None) -> Array:
     """numpy.trace: the sum along a diagonal (see diagonal); NumPy's sum dtype.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.trace(np.eye(3))
     np.float64(3.0)
     """
@@ -368,6 +372,7 @@ class IndexUpdateRef:
         """A copy of x with ``x[idx] = func(x[idx])`` for a unary function of fgrad.numpy
         (or a NumPy ufunc), applied once per selection of an element, as ``func.at(x, idx)``.
 
+        >>> import fgrad.numpy as fnp
         >>> fnp.at(np.array([0.0, 1.0]))[np.array([1, 1])].apply(fnp.exp)[1] == np.exp(np.exp(1.0))
         np.True_
         """
@@ -395,6 +400,7 @@ def at(x: ArrayLike) -> IndexUpdateHelper:
     ``x.at[idx]`` in code that may receive plain NumPy arrays (an argument not
     differentiated, say): ``numpy.ndarray`` has no ``.at``, only traced values do.
 
+    >>> import fgrad.numpy as fnp
     >>> x = np.zeros(3)
     >>> fnp.at(x)[np.array([0, 0, 2])].add(1.0)
     array([2., 0., 1.])

@@ -108,6 +108,7 @@ def ravel(a: ArrayLike) -> Array:
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """numpy.moveaxis: move axes to new positions, the others keeping their order.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.moveaxis(np.zeros((2, 3, 4)), 0, -1).shape
     (3, 4, 2)
     """
@@ -128,6 +129,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """numpy.swapaxes: exchange two axes.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.swapaxes(np.zeros((2, 3)), 0, 1).shape
     (3, 2)
     """
@@ -144,6 +146,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
 def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
     """numpy.broadcast_to: `array` repeated along new or size-1 axes to `shape`.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.broadcast_to(np.arange(3.0), (2, 3)).shape
     (2, 3)
     """
@@ -165,6 +168,7 @@ def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
 def broadcast_arrays(*args: ArrayLike) -> tuple[Array, ...]:
     """numpy.broadcast_arrays: the arguments broadcast against each other (a tuple).
 
+    >>> import fgrad.numpy as fnp
     >>> [a.shape for a in fnp.broadcast_arrays(np.ones(3), np.ones((2, 1)))]
     [(2, 3), (2, 3)]
     """
@@ -188,6 +192,7 @@ def _atleast(ndim: int, arys: tuple[ArrayLike, ...], place: Callable[[tuple[int,
 def atleast_1d(*arys: ArrayLike) -> Any:
     """numpy.atleast_1d: 0-d inputs become shape (1,); one array, or a tuple for several.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.atleast_1d(2.0).shape
     (1,)
     """
@@ -199,6 +204,7 @@ def atleast_1d(*arys: ArrayLike) -> Any:
 def atleast_2d(*arys: ArrayLike) -> Any:
     """numpy.atleast_2d: () becomes (1, 1) and (N,) becomes (1, N).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.atleast_2d(np.ones(3)).shape
     (1, 3)
     """
@@ -210,6 +216,7 @@ def atleast_2d(*arys: ArrayLike) -> Any:
 def atleast_3d(*arys: ArrayLike) -> Any:
     """numpy.atleast_3d: () becomes (1, 1, 1), (N,) (1, N, 1) and (M, N) (M, N, 1).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.atleast_3d(np.ones(3)).shape
     (1, 3, 1)
     """
@@ -230,6 +237,7 @@ def _flip_axes(x: Any, axes: Sequence[int]) -> Any:
 def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """numpy.flip: reverse the order of elements along `axis` (all axes by default).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.flip(np.arange(3.0))
     array([2., 1., 0.])
     """
@@ -242,6 +250,7 @@ def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 def fliplr(m: ArrayLike) -> Array:
     """numpy.fliplr: reverse the columns (axis 1); needs at least 2-d.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.fliplr(np.eye(2))
     array([[0., 1.],
            [1., 0.]])
@@ -257,6 +266,7 @@ def fliplr(m: ArrayLike) -> Array:
 def flipud(m: ArrayLike) -> Array:
     """numpy.flipud: reverse the rows (axis 0); needs at least 1-d.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.flipud(np.arange(3.0))
     array([2., 1., 0.])
     """
@@ -271,6 +281,7 @@ def flipud(m: ArrayLike) -> Array:
 def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Array:
     """numpy.roll: shift elements along axes, wrapping around (axis None: of the flattened array).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.roll(np.arange(4.0), 1)
     array([3., 0., 1., 2.])
     """
@@ -301,6 +312,7 @@ def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
 def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """numpy.rot90: rotate by 90 degrees `k` times, from the first of `axes` towards the second.
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.rot90(np.array([[1.0, 2.0], [3.0, 4.0]]))
     array([[2., 4.],
            [1., 3.]])
@@ -332,6 +344,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """numpy.tile: `A` repeated `reps` times along each axis (the shorter of the two padded with 1s).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.tile(np.array([1.0, 2.0]), 2)
     array([1., 2., 1., 2.])
     """
@@ -358,6 +371,7 @@ def repeat(a: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
     """numpy.repeat: each element repeated `repeats` times (an int, or one count per element)
     along `axis` (axis None: of the flattened array).
 
+    >>> import fgrad.numpy as fnp
     >>> fnp.repeat(np.array([1.0, 2.0]), [1, 2])
     array([1., 2., 2.])
     """
@@ -384,6 +398,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: 
     """numpy.array_split: split into `sections` nearly equal parts (the first ones one longer),
     or at the given indices.
 
+    >>> import fgrad.numpy as fnp
     >>> [p.tolist() for p in fnp.array_split(np.arange(5.0), 2)]
     [[0.0, 1.0, 2.0], [3.0, 4.0]]
     """
@@ -411,6 +426,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: 
 def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Array]:
     """numpy.split: like array_split, but `sections` must divide the axis evenly.
 
+    >>> import fgrad.numpy as fnp
     >>> [p.tolist() for p in fnp.split(np.arange(4.0), 2)]
     [[0.0, 1.0], [2.0, 3.0]]
     """
