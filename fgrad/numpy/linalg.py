@@ -93,11 +93,9 @@ def _abs_squared(x: Any) -> Any:
 
 
 def _two_norm(x: Any, axes: tuple[int, ...]) -> Any:
-    """sqrt(sum(|x|^2)) over `axes`, with derivative 0 (not nan) where it is 0: the
-    double `where` keeps sqrt's infinite slope at 0 out of both modes."""
-    total = red.reduce_sum(_abs_squared(x), axes=axes)
-    zero = ew.eq(total, 0.0)
-    return ew.where(zero, 0.0, ew.sqrt(ew.where(zero, 1.0, total)))
+    """sqrt(sum(|x|^2)) over `axes`, with derivative 0 (not nan) where it is 0: one
+    primitive (see `two_norm_p`)."""
+    return red.two_norm(x, axes=axes)
 
 
 def _p_norm(x: Any, p: float, axes: tuple[int, ...]) -> Any:
@@ -176,11 +174,16 @@ def norm(
     """
     if ctx.trace is EVAL_TRACE:
         return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
-    x = _inexact(x)
-    shape = shape_of(x)
+    x = operand(x)
+    aval = get_aval(x)
+    if aval.dtype.kind not in "fc":
+        x = ew.convert_element_type(x, new_dtype=np.dtype(np.float64))
+    shape = aval.shape
     if axis is None:
-        if ord is None:
-            return _keep(_two_norm(x, tuple(range(len(shape)))), shape, tuple(range(len(shape))), keepdims)
+        if ord is None:  # the 2-norm of every element: the common call, often in a loop
+            every = tuple(range(len(shape)))
+            out = red.two_norm(x, axes=every)
+            return _keep(out, shape, every, keepdims) if keepdims else out
         if len(shape) not in (1, 2):
             raise ValueError("Improper number of dimensions to norm.")
         axes = tuple(range(len(shape)))

@@ -30,6 +30,7 @@ from .operands import (
     axes_in_order,
     check_no_out,
     concrete_value,
+    ndim_of,
     normalize_axes,
     operand,
     shape_of,
@@ -147,7 +148,10 @@ def sum(
             return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
         return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **_given(initial, where))
     check_no_out(out, "sum")
-    return _reduce(red.reduce_sum, operand(a), axis, keepdims, dtype, initial, where)
+    a = operand(a)
+    if axis is None and dtype is None and not keepdims and initial is None and where is True:
+        return red.reduce_sum(a, axes=tuple(range(ndim_of(a))))  # the plain sum(x), often in a loop
+    return _reduce(red.reduce_sum, a, axis, keepdims, dtype, initial, where)
 
 
 def prod(

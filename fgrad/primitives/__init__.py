@@ -10,8 +10,8 @@
 | | hypot arctan2 logaddexp logaddexp2 heaviside eq ne lt le gt ge where integer_pow |
 | | convert_element_type real imag conj angle |
 | shapes | reshape transpose broadcast_to concatenate |
-| reductions | reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or argmax argmin |
-| | cumsum cumprod |
+| reductions | reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or two_norm argmax |
+| | argmin cumsum cumprod |
 | sorting | sort argsort argpartition sort_by_key searchsorted |
 | linalg | matmul einsum |
 | decompositions | solve inv pinv det slogdet cholesky qr eigh eigvalsh svd svdvals |

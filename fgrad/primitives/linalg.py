@@ -83,6 +83,10 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     a_linear = type(a) is UndefinedPrimal
     a_aval = a.aval if a_linear else get_aval(a)
     b_aval = b.aval if type(b) is UndefinedPrimal else get_aval(b)
+    if a_aval.ndim == 1 and b_aval.ndim == 1:  # a dot product: ct is 0-d
+        if a_linear:
+            return [_cast(elementwise.mul(ct, b), a_aval), None]
+        return [None, _cast(elementwise.mul(a, ct), b_aval)]
     if a_aval.ndim == 2 and b_aval.ndim <= 2:  # the common cases, without the general bookkeeping
         if not a_linear:
             return [None, _cast(matmul(shapes.transpose(a, axes=(1, 0)), ct), b_aval)]

@@ -1,6 +1,6 @@
 """Reductions over a tuple of axes (reduce_sum, reduce_prod, reduce_max,
-reduce_min, reduce_and, reduce_or), over one axis (argmax, argmin), and the
-cumulative operations along one axis (cumsum, cumprod).
+reduce_min, reduce_and, reduce_or, two_norm), over one axis (argmax, argmin),
+and the cumulative operations along one axis (cumsum, cumprod).
 
 The axes are normalized (non-negative, sorted) by the NumPy layer, which also
 implements `keepdims` with a reshape. reduce_sum and cumsum are linear; their
@@ -9,7 +9,10 @@ reduce_max/min share one jvp: the tangent at the locations of the extremum,
 averaged over ties (JAX's convention). Products never divide by the input, so
 their derivatives are right where elements are zero: reduce_prod multiplies
 exclusive cumulative products from both ends, and cumprod's jvp is the
-product rule run as a scan. Boolean and index results carry no derivative.
+product rule run as a scan. two_norm, sqrt(sum |x|^2), is one primitive
+rather than the six of its formula guarded at 0, because norms run in Python
+loops (`while norm(b) < 1000`) where each primitive's overhead counts.
+Boolean and index results carry no derivative.
 """
 
 from __future__ import annotations
@@ -22,15 +25,15 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
-from ..core.rules import batch_rules, jvp_rules, transpose_rules
+from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
-from . import batching, indexing, shapes
+from . import batching, indexing, linalg, shapes
 from . import derivatives as d
 from . import elementwise as ew
 
 __all__ = [
-    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "argmax", "argmin",
-    "cumsum", "cumprod", "kept_shape", "check_axes",
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "two_norm", "argmax",
+    "argmin", "cumsum", "cumprod", "kept_shape", "check_axes",
 ]
 
 
@@ -122,6 +125,80 @@ for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
 reduce_sum: Callable[..., Any] = reduce_sum_p.bind
 reduce_max: Callable[..., Any] = reduce_max_p.bind
 reduce_min: Callable[..., Any] = reduce_min_p.bind
+
+
+# --- the 2-norm -------------------------------------------------------------------
+
+
+@cached_aval
+def _two_norm_aval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
+    check_axes(x, axes)
+    shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    dtype = np.empty(0, x.dtype).real.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
+    return ShapedArray(shape, dtype)
+
+
+def _two_norm_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
+    # As numpy.linalg.norm computes it: integers as float64, a dot product when
+    # every axis is reduced (NumPy's axis=None), else a sum of squares.
+    if type(x) is np.ndarray and x.ndim == 1 and axes and x.dtype.kind == "f":  # a vector
+        return np.sqrt(x.dot(x))
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    if len(axes) == x.ndim:
+        x = x.ravel()
+        if x.dtype.kind == "c":
+            re, im = x.real, x.imag
+            return np.sqrt(re.dot(re) + im.dot(im))
+        return np.sqrt(x.dot(x))
+    squares = (x.conj() * x).real if x.dtype.kind == "c" else x * x
+    return np.sqrt(np.add.reduce(squares, axis=axes))
+
+
+two_norm_p = Primitive("two_norm", _two_norm_impl, _two_norm_aval)
+
+
+def _two_norm_tangent(apply: Callable[..., Any], ans: Any, x: Any, g: Any, axes: tuple[int, ...]) -> Any:
+    """d|x| = Re(sum(conj(x) g)) / |x|, taken as 0 where |x| = 0 (where the sum is 0
+    too). `apply(prim, args, params)` applies the operations on the tangent `g`.
+    Scaling by 1/|x| rather than dividing keeps forward and reverse mode to the
+    same roundings."""
+    scale = ew.div(1.0, ew.add(ans, ew.eq(ans, 0)))  # 1/|x|, or 1 where |x| = 0: cheaper than a where
+    aval = get_aval(x)
+    if aval.dtype.kind == "c":
+        t = apply(ew.real_p, [apply(ew.mul_p, [g, ew.conj(x)], {})], {})
+        t = apply(reduce_sum_p, [t], {"axes": axes})
+    elif aval.ndim == 1 and axes:  # a vector: its dot product with x, one equation
+        t = apply(linalg.matmul_p, [g, x], {})
+    else:
+        t = apply(reduce_sum_p, [apply(ew.mul_p, [g, x], {})], {"axes": axes})
+    return apply(ew.mul_p, [t, scale], {})
+
+
+def _bind(prim: Primitive, args: list[Any], params: dict[str, Any]) -> Any:
+    return prim.bind(*args, **params)
+
+
+def _two_norm_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int, ...]) -> tuple[Any, Any]:
+    (x,), (g,) = primals, tangents
+    ans = two_norm(x, axes=axes)
+    return ans, _two_norm_tangent(_bind, ans, x, g, axes)
+
+
+def _two_norm_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
+                        axes: tuple[int, ...]) -> tuple[Any, Any]:
+    # The same tangent, its equations recorded straight into the linear jaxpr:
+    # a norm whose result only steers control flow costs little more than its
+    # value.
+    (x,), (g,) = primals, tangents
+    ans = two_norm(x, axes=axes)
+    return ans, _two_norm_tangent(trace.stage, ans, x, g, axes)
+
+
+jvp_rules[two_norm_p] = Linearization(_two_norm_jvp, _two_norm_linearize)
+batch_rules[two_norm_p] = _reduction_batch(two_norm_p)
+two_norm: Callable[..., Any] = two_norm_p.bind
 
 
 # --- products -------------------------------------------------------------------

@@ -13,7 +13,7 @@ import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
 from tests.strategies import broadcast_pairs, seeds, shapes, values
 
-PRIMITIVES = {"matmul", "einsum"}
+PRIMITIVES = {"matmul", "einsum", "two_norm"}
 
 BATCH_CASES = {
     "matmul": (fnp.matmul, [(2, 3), (3, 4)], "real"),
@@ -36,6 +36,10 @@ BATCH_CASES = {
     "vdot": (fnp.vdot, [(2, 3), (6,)], "positive"),
     "kron": (fnp.kron, [(2, 1), (2, 3)], "real"),
     "vecdot": (fnp.vecdot, [(2, 3), (3,)], "positive"),
+    "two_norm": (lambda x: fnp.linalg.norm(x, axis=-1), [(2, 3)], "real"),
+    "two_norm_all": (lambda x: fnp.linalg.norm(x, "fro", keepdims=True), [(2, 3)], "real"),
+    "two_norm_vector_grad": (fgrad.grad(fnp.linalg.norm), [(3,)], "nonzero"),
+    "two_norm_rows_grad": (fgrad.grad(lambda x: fnp.sum(fnp.linalg.norm(x, axis=0))), [(3, 2)], "nonzero"),
 }
 
 
@@ -395,6 +399,41 @@ def test_norm_derivative_at_zero_is_zero_not_nan(kwargs):
         np.testing.assert_allclose(fgrad.grad(f)(x1), [[0, 0, 0], [0.6, 0.8, 0]])
 
 
+def test_norm_of_a_vector_derivative_at_zero_is_zero_not_nan():
+    for dtype in (np.float64, np.float32):
+        f = lambda x: fnp.linalg.norm(x)
+        zero = np.zeros(3, dtype)
+        g = fgrad.grad(f)(zero)
+        np.testing.assert_array_equal(g, zero)
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(fgrad.jacfwd(f)(zero), zero)
+        assert not np.any(np.isnan(fgrad.hessian(f)(zero)))
+    np.testing.assert_allclose(fgrad.grad(fnp.linalg.norm)(np.array([3.0, 4.0])), [0.6, 0.8])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"axis": -1}, {"axis": (0, 1)}, {"ord": 2, "axis": 0}], ids=str)
+@given(seed=seeds)
+def test_two_norms_of_complex_arrays(kwargs, seed):
+    z = values((2, 3), "real", seed) + 1j * values((2, 3), "nonzero", seed + 1)
+    f = lambda z: fnp.linalg.norm(z, **kwargs)
+    expected = np.linalg.norm(z, **kwargs)
+    got = traced(f)(z)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert np.asarray(got).dtype == np.float64
+    check_grads(f, (z,), order=2)
+    check_grads(lambda z: fnp.linalg.norm(z[0], **{k: v for k, v in kwargs.items() if k == "ord"}), (z,),
+                order=2)  # a vector
+
+
+def test_two_norm_of_a_vector_is_one_primitive_with_a_two_equation_tangent():
+    # W2 (benchmarks/bench_w2_control_flow.py) takes norms in a Python loop: each
+    # primitive there costs its dispatch under grad, each tangent equation its staging.
+    x = np.array([3.0, 4.0])
+    eqns = fgrad.make_jaxpr(lambda x, t: fgrad.jvp(fnp.linalg.norm, (x,), (t,)))(x, x).jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["two_norm", "eq", "add", "div", "matmul", "mul"]
+    assert [e.primitive.name for e in fgrad.make_jaxpr(fnp.linalg.norm)(x).jaxpr.eqns] == ["two_norm"]
+
+
 @pytest.mark.parametrize("shape, kwargs", [
     ((0,), {"ord": np.inf}), ((0, 3), {"ord": np.inf, "axis": 0}), ((0, 3), {"ord": np.inf, "axis": 1}),
     ((0, 0), {"ord": np.inf}), ((0, 0), {"ord": 1}), ((0, 0), {"ord": 2}), ((0, 0), {"ord": "nuc"}),
@@ -462,6 +501,8 @@ PRODUCTS_WITH_A_FLOAT64_PARTNER = {  # f(x) with x float32, the other operand fl
     "inner_scalar": lambda x: fnp.inner(2.0, x),
     "tensordot": lambda x: fnp.tensordot(np.ones((2, 3)), x, axes=1),
     "vdot": lambda x: fnp.vdot(np.ones(3), x),
+    "matmul_vectors": lambda x: np.ones(3) @ x,
+    "matmul_vectors_left": lambda x: fnp.matmul(x, np.ones(3)),
     "einsum": lambda x: fnp.einsum("ij,j->i", np.ones((2, 3)), x),
 }
 
