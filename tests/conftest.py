@@ -1,6 +1,8 @@
-"""Shared test settings: hypothesis profiles sized for CI."""
+"""Shared test settings: hypothesis profiles sized for CI, and the jaxpr type check."""
 
 import os
+
+import pytest
 
 from hypothesis import HealthCheck, settings
 
@@ -11,3 +13,21 @@ settings.register_profile(
     "thorough", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# Every jaxpr a test stages, through make_jaxpr, linearize, grad or a jaxpr
+# transform, is type-checked as it is built: a rule that builds a malformed
+# jaxpr fails the test that exercises it, where the jaxpr is made.
+@pytest.fixture(autouse=True)
+def _check_every_staged_jaxpr(monkeypatch):
+    from fgrad.ir.check import check_jaxpr
+    from fgrad.ir.staging import StagingTrace
+
+    to_jaxpr = StagingTrace.to_jaxpr
+
+    def checked(self, outs):
+        closed = to_jaxpr(self, outs)
+        check_jaxpr(closed)
+        return closed
+
+    monkeypatch.setattr(StagingTrace, "to_jaxpr", checked)
