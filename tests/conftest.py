@@ -3,7 +3,6 @@
 import os
 
 import pytest
-
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

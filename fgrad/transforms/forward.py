@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import derivative_dropped_error, missing_rule_error
 from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
@@ -23,9 +25,10 @@ from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
-from ..ir.staging import StagingTrace, trace_to_jaxpr
-from ..primitives.derivatives import fit_to, zeros_like_value
-from ..primitives.elementwise import add, mul, neg
+from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
+from ..primitives.derivatives import zeros_like_value
+from ..primitives.elementwise import add_p, convert_element_type_p, mul_p, neg_p
+from ..primitives.shapes import broadcast_to_p
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "jvp_jaxpr"]
 
@@ -61,6 +64,9 @@ class JVPTracer(Tracer):
 _DROPS_TANGENT = {"float": "float()", "complex": "complex()", "item": ".item()", "tolist": ".tolist()"}
 
 
+_NO_PARAMS: dict[str, Any] = {}  # shared by the parameterless equations emitted here: never mutated
+
+
 class JVPTrace(Trace):
     __slots__ = ("rule_trace",)
 
@@ -92,6 +98,8 @@ class JVPTrace(Trace):
                 primal_out = prim.impl(*primals, **params) if params else prim.impl(*primals)
             else:
                 primal_out = parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
+            if type(self.rule_trace) is StagingTrace:  # tell the jaxpr where its equations come from
+                self.rule_trace.source = prim.name
             if kind is JVPFactors:
                 tangent_out = self.apply_factors(prim, rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
             elif rule is LINEAR:
@@ -129,65 +137,78 @@ class JVPTrace(Trace):
         finally:
             ctx.trace = prev
 
+    def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        """One equation of the tangent computation, `prim` on tangents (and
+        primal values): bound on the rule trace. Linearization records it into
+        its linear jaxpr instead (`LinearizeTrace.emit`); that is the only
+        difference between applying a rule given as data in the two modes."""
+        prev = ctx.trace
+        ctx.trace = self.rule_trace
+        try:
+            return prim.bind(*args, **params) if params else prim.bind(*args)
+        finally:
+            ctx.trace = prev
+
     def apply_factors(
         self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
         params: dict[str, Any],
     ) -> Any:
         """The output tangent `sum_i tangent_i * factor_i`, fitted to `ans`. The
-        factors are computed on the parent trace (they are primal values); the
-        products and sums on the rule trace."""
-        prev = ctx.trace
+        factors are primal values, computed on the parent trace (reverse mode
+        keeps them as residuals); the products and sums are emitted."""
         out = None
-        try:
-            for factor, t in zip(rule.factors, tangents):
-                if t is None or factor is None:
-                    continue
-                if callable(factor):
-                    ctx.trace = self.parent  # type: ignore[assignment]
-                    factor = factor(ans, *primals, **params)
-                ctx.trace = self.rule_trace
-                if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
-                    c = t if factor == 1 else neg(t)
-                else:
-                    c = mul(t, factor)
-                out = c if out is None else add(out, c)
-            if out is not None:
-                ctx.trace = self.rule_trace
-                out = fit_to(out, ans)
-        finally:
-            ctx.trace = prev
+        emit = self.emit
+        for factor, t in zip(rule.factors, tangents):
+            if t is None or factor is None:
+                continue
+            if callable(factor):
+                prev = ctx.trace
+                ctx.trace = self.parent  # type: ignore[assignment]
+                try:
+                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
+                finally:
+                    ctx.trace = prev
+            if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
+                c = t if factor == 1 else emit(neg_p, (t,), _NO_PARAMS)
+            else:
+                c = emit(mul_p, (t, factor), _NO_PARAMS)
+            out = c if out is None else emit(add_p, (out, c), _NO_PARAMS)
+        if out is None:
+            return None
+        want = get_aval(ans)
+        aval = out.aval if type(out) is StagingTracer else get_aval(out)  # the common case, directly
+        if aval is not want:
+            if aval.shape != want.shape:
+                out = self.emit(broadcast_to_p, (out,), {"shape": want.shape})
+            if aval.dtype != want.dtype:
+                out = self.emit(convert_element_type_p, (out,), {"new_dtype": want.dtype})
         return out
 
     def apply_linear(
         self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
     ) -> Any:
         """The primitive on the tangents (zeros where a tangent is symbolic)."""
-        prev = ctx.trace
-        ctx.trace = self.rule_trace
-        try:
-            filled = [zeros_like_value(p) if t is None else t for p, t in zip(primals, tangents)]
-            return prim.bind(*filled, **params)
-        finally:
-            ctx.trace = prev
+        filled = [self.zeros(p) if t is None else t for p, t in zip(primals, tangents)]
+        return self.emit(prim, filled, params)
 
     def apply_bilinear(
         self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
     ) -> Any:
         """Sum over differentiated arguments i of the primitive with argument i
         replaced by its tangent (the product rule)."""
-        prev = ctx.trace
-        ctx.trace = self.rule_trace
         out = None
-        try:
-            for i, t in enumerate(tangents):
-                if t is not None:
-                    args = list(primals)
-                    args[i] = t
-                    c = prim.bind(*args, **params)
-                    out = c if out is None else add(out, c)
-        finally:
-            ctx.trace = prev
+        for i, t in enumerate(tangents):
+            if t is not None:
+                args = list(primals)
+                args[i] = t
+                c = self.emit(prim, args, params)
+                out = c if out is None else self.emit(add_p, (out, c), _NO_PARAMS)
         return out
+
+    def zeros(self, x: Any) -> Any:
+        """A zero tangent for `x`, as an emitted equation."""
+        aval = get_aval(x).strip_weak_type()
+        return self.emit(broadcast_to_p, (np.zeros((), aval.dtype),), {"shape": aval.shape})
 
     def split(self, x: Any) -> tuple[Any, Any]:
         """(primal, tangent) of an output; tangent None if it does not depend on the inputs."""

@@ -23,7 +23,6 @@ from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.errors import missing_rule_error
 from ..core.rules import (
     LARGE_ARRAY_BYTES,
-    JVPFactors,
     Linearization,
     UndefinedPrimal,
     transpose_in_place_rules,
@@ -35,7 +34,7 @@ from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_jaxpr
 from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
-from ..primitives import elementwise, shapes
+from ..primitives import elementwise
 from ..primitives.derivatives import zeros
 from .forward import JVPTrace, JVPTracer
 from .partial_eval import partial_eval_jaxpr
@@ -103,84 +102,41 @@ class LinearizeTrace(JVPTrace):
         staged values) become its linear inputs, anything else a constant.
         Returns the tangent(s) of its result."""
         builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
-        atoms = [x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x) for x in args]
+        atoms = []  # a loop, not a comprehension: this is the hot path, and a comprehension is a call
+        for x in args:
+            atoms.append(x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x))
         out = builder.add_eqn(prim, atoms, params)
         if prim.multiple_results:
             return [StagingTracer(builder, v) for v in out]
         return StagingTracer(builder, out)
 
-    def apply_factors(
-        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
-        params: dict[str, Any],
-    ) -> Any:
+    def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        """Record `prim` in the linear jaxpr straight away, skipping the
+        dispatch a bound primitive goes through (the hot path of reverse
+        mode); on constants alone it is computed now, as the parent would.
+        An elementwise product, sum or negation of operands of one strongly
+        typed aval has that aval: no need for the shape rule."""
         builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
-        builder.source = prim.name
-        out = None
-        only = None  # the tangent itself, when it is the whole result (a factor of 1)
-        for factor, t in zip(rule.factors, tangents):
-            if t is None or factor is None:
-                continue
-            if type(t) is not StagingTracer or t._trace is not builder:
-                return super().apply_factors(prim, rule, ans, primals, tangents, params)
-            if callable(factor):
-                prev = ctx.trace
-                ctx.trace = self.parent  # type: ignore[assignment]
-                try:
-                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
-                finally:
-                    ctx.trace = prev
-            # A product with a factor of the tangent's own (strongly typed)
-            # aval has that aval: no need for the shape rule.
-            aval = t.aval if not t.aval.weak_type else None
-            if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
-                c = t.var if factor == 1 else builder.add_eqn(elementwise.neg_p, [t.var], {}, aval)
-            else:
-                atom = builder.atom(factor)
-                c = builder.add_eqn(elementwise.mul_p, [t.var, atom], {}, aval if atom.aval is aval else None)
-            only = t if out is None and c is t.var else None
-            if out is None:
-                out = c
-            else:
-                same = out.aval if out.aval is c.aval and not out.aval.weak_type else None
-                out = builder.add_eqn(elementwise.add_p, [out, c], {}, same)
-        if out is None:
-            return None
-        aval = get_aval(ans)
-        if out.aval is aval:
-            return StagingTracer(builder, out) if only is None else only
-        if out.aval.shape != aval.shape:
-            out = builder.add_eqn(shapes.broadcast_to_p, [out], {"shape": aval.shape})
-        if out.aval.dtype != aval.dtype:
-            out = builder.add_eqn(elementwise.convert_element_type_p, [out], {"new_dtype": aval.dtype})
+        for x in args:
+            if type(x) is StagingTracer and x._trace is builder:
+                break
+        else:  # constants alone
+            return super().emit(prim, args, params)
+        atoms = []  # a loop, not a comprehension: this is the hot path, and a comprehension is a call
+        for x in args:
+            atoms.append(x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x))
+        aval = None
+        if prim in _SAME_AVAL:  # one or two operands
+            first = atoms[0].aval
+            if not first.weak_type and (len(atoms) == 1 or atoms[1].aval is first):
+                aval = first
+        out = builder.add_eqn(prim, atoms, params, aval)
+        if prim.multiple_results:
+            return [StagingTracer(builder, v) for v in out]
         return StagingTracer(builder, out)
 
-    def apply_linear(
-        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
-    ) -> Any:
-        builder = self.rule_trace
-        builder.source = prim.name  # type: ignore[attr-defined]
-        if any(type(t) is not StagingTracer or t._trace is not builder for t in tangents):
-            return super().apply_linear(prim, primals, tangents, params)  # zeros to fill in
-        out = builder.add_eqn(prim, [t.var for t in tangents], params)  # type: ignore[attr-defined]
-        if prim.multiple_results:
-            return [StagingTracer(builder, v) for v in out]  # type: ignore[arg-type]
-        return StagingTracer(builder, out)  # type: ignore[arg-type]
 
-    def apply_bilinear(
-        self, prim: Primitive, primals: list[Any], tangents: list[Any], params: dict[str, Any]
-    ) -> Any:
-        builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
-        builder.source = prim.name
-        out = None
-        for i, t in enumerate(tangents):
-            if t is None:
-                continue
-            if type(t) is not StagingTracer or t._trace is not builder:
-                return super().apply_bilinear(prim, primals, tangents, params)
-            atoms = [t.var if j == i else builder.atom(p) for j, p in enumerate(primals)]
-            c = builder.add_eqn(prim, atoms, params)
-            out = c if out is None else builder.add_eqn(elementwise.add_p, [out, c], {})
-        return None if out is None else StagingTracer(builder, out)
+_SAME_AVAL = {elementwise.mul_p, elementwise.add_p, elementwise.neg_p, elementwise.sub_p}
 
 
 def _read_only(x: Any) -> Any:
