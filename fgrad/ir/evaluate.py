@@ -2,7 +2,8 @@
 
 Because it binds rather than calls NumPy, evaluating a jaxpr under a transform
 transforms it: `eval_jaxpr` is how jaxprs are differentiated, staged again or
-simply run.
+simply run. Each value is released after its last use (`passes.last_uses`),
+so that a long jaxpr does not hold all its intermediates at once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..core.trace import ctx
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .passes import last_uses
 
 __all__ = ["eval_jaxpr", "eval_closed_now"]
 
@@ -32,12 +34,15 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     def read(a: Var | Literal) -> Any:
         return a.val if isinstance(a, Literal) else env[a]
 
-    for eqn in jaxpr.eqns:
+    release = last_uses(jaxpr)
+    for i, eqn in enumerate(jaxpr.eqns):
         outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
         if eqn.primitive.multiple_results:
             env.update(zip(eqn.outvars, outs))
         else:
             env[eqn.outvars[0]] = outs
+        for v in release.get(i, ()):
+            del env[v]
     return [read(a) for a in jaxpr.outvars]
 
 

@@ -32,7 +32,7 @@ from ..core.trace import Primitive, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from ..ir.passes import dce_jaxpr
+from ..ir.passes import dce_jaxpr, last_uses
 from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
 from ..primitives import elementwise
 from ..primitives.derivatives import zeros
@@ -251,14 +251,11 @@ def backward_pass(
             v for v, c in known.items()
             if (type(c) is np.ndarray and c.nbytes >= LARGE_ARRAY_BYTES) or isinstance(c, Tracer)
         }
-        if large:
-            first_use: dict[Var, int] = {}
-            for i, eqn in enumerate(jaxpr.eqns):
-                for a in eqn.invars:
-                    if type(a) is Var and a in large and a not in first_use:
-                        first_use[a] = i
-            for const, i in first_use.items():
-                release.setdefault(i, []).append(const)
+        if large:  # liveness, for a pass that runs backwards
+            for i, dead in last_uses(jaxpr, reverse=True).items():
+                dead = [v for v in dead if v in large]
+                if dead:
+                    release[i] = dead
     cts: dict[Any, Any] = {}
     add = elementwise.add
     trace = ctx.trace
