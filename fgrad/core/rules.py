@@ -91,10 +91,11 @@ class JVPFactors:
     the primal trace, and reverse mode keeps them as its residuals.
     """
 
-    __slots__ = ("factors",)
+    __slots__ = ("factors", "none")
 
     def __init__(self, factors: tuple[Callable[..., Any] | int | float | None, ...]) -> None:
         self.factors = factors
+        self.none = all(f is None for f in factors)  # no derivative at all (comparisons, rounding)
 
     def __repr__(self) -> str:
         return f"JVPFactors({self.factors})"

@@ -101,7 +101,8 @@ class JVPTrace(Trace):
             if type(self.rule_trace) is StagingTrace:  # tell the jaxpr where its equations come from
                 self.rule_trace.source = prim.name
             if kind is JVPFactors:
-                tangent_out = self.apply_factors(prim, rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
+                tangent_out = None if rule.none else self.apply_factors(  # type: ignore[union-attr]
+                    prim, rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
             elif rule is LINEAR:
                 tangent_out = self.apply_linear(prim, primals, tangents, params)
             else:
