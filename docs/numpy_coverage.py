@@ -56,7 +56,8 @@ EXPLICIT: dict[str, tuple[Any, ...]] = {
     "lexsort": (np.stack([V, 2 * V]),), "partition": (M.ravel(), 4), "argpartition": (M.ravel(), 4),
     "broadcast_arrays": (V, M), "meshgrid": (V, 2 * V), "atleast_1d": (V,), "diag": (V,),
     "trace": (M,), "diagonal": (M,), "at": (V,), "unique": (np.round(M * 2),), "zeros": ((2, 3),),
-    "ones": ((2, 3),), "empty": ((2, 3),), "eye": (3,), "arange": (4.0,), "linspace": (0.0, 1.0, 5),
+    "ones": ((2, 3),), "empty": ((2, 3),), "eye": (3,), "arange": (4.0,),
+    "linspace": (np.array(0.2), np.array([1.0, 2.0]), 5),
     "logsumexp": (M,), "rot90": (M,), "lstsq": (M, V), "kron": (M, V), "outer": (V, 2 * V),
     "tensordot": (M, M), "divmod": (V + 1.07, V), "remainder": (V + 1.07, V), "mod": (V + 1.07, V),
     "fmod": (V + 1.07, V), "floor_divide": (V + 1.07, V), "float_power": (V, V), "power": (V, V),
@@ -78,7 +79,7 @@ AT_UPDATES = {
 # Piecewise constant in the values (no derivative by design), though their result is float.
 NO_DERIVATIVE = {"unique"}
 # Functions of shapes and constants: nothing traced goes in, nothing to differentiate.
-CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "linspace", "iscomplexobj", "isrealobj", "empty_like"}
+CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "iscomplexobj", "isrealobj", "empty_like"}
 
 
 def functions() -> list[tuple[str, str, Callable[..., Any], Callable[..., Any] | None]]:
