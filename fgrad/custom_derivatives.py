@@ -116,7 +116,15 @@ def _stage(
 ) -> tuple[ClosedJaxpr, list[Any]]:
     """`fn` staged at `avals` under the current trace, closure-converted: the
     jaxpr takes what `fn` closed over first, and those values."""
-    return closure_convert(trace_to_jaxpr(fn, avals, f"staging of {name}", fun_name=name))
+    closed = trace_to_jaxpr(fn, avals, f"staging of {name}", fun_name=name, advice=_ABSTRACT_ADVICE)
+    return closure_convert(closed)
+
+
+_ABSTRACT_ADVICE = (
+    "functions given to checkpoint, custom_jvp and custom_vjp, and their rules, are traced once "
+    "on abstract values (as in JAX): decide outside the function and pass the decision in as a "
+    "static argument (checkpoint's static_argnums, custom_jvp's nondiff_argnums), or close over it."
+)
 
 
 class _Rule:

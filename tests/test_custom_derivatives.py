@@ -223,3 +223,15 @@ def test_checkpoint_static_argnums_linearize_and_vmap():
     np.testing.assert_allclose(f_jvp(np.ones(3)), np.cos(x0))
     np.testing.assert_allclose(fgrad.vmap(checkpoint(fnp.sin))(x0), np.sin(x0))
     np.testing.assert_allclose(fgrad.grad(lambda x: fnp.sum(fgrad.vmap(checkpoint(fnp.sin))(x)))(x0), np.cos(x0))
+
+
+def test_python_control_flow_inside_a_staged_function_says_why_it_is_abstract():
+    def block(x):
+        return fnp.sin(x) if fnp.sum(x) > 0 else x
+
+    for wrap in (checkpoint, lambda f: custom_vjp(f)):
+        g = wrap(block)
+        if isinstance(g, custom_vjp):
+            g.defvjp(lambda x: (block(x), x), lambda x, ct: (ct,))
+        with pytest.raises(fgrad.ConcretizationTypeError, match="traced once on abstract values.*static_argnums"):
+            fgrad.grad(lambda x: fnp.sum(g(x)))(x0)

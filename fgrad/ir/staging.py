@@ -51,7 +51,7 @@ class StagingTracer(Tracer):
 
 class StagingTrace(Trace):
     __slots__ = ("invars", "eqns", "constvars", "consts", "_const_ids", "stage_constants",
-                 "fun_name", "arg_names", "source")
+                 "fun_name", "arg_names", "source", "advice")
 
     def __init__(
         self,
@@ -60,8 +60,15 @@ class StagingTrace(Trace):
         stage_constants: bool = True,
         fun_name: str = "the function",
         arg_names: Sequence[str] = (),
+        advice: str | None = None,
     ) -> None:
         super().__init__(parent, transform)
+        # The last fix a concretization error suggests: why this function is
+        # traced abstractly, and what to do about it.
+        self.advice = advice or (
+            "differentiate with grad/jvp/vjp directly: they trace with concrete values, so "
+            "Python control flow runs as written there."
+        )
         self.invars: list[Var] = []
         self.eqns: list[JaxprEqn] = []
         self.constvars: list[Var] = []
@@ -160,8 +167,7 @@ class StagingTrace(Trace):
             "  - select between values with fgrad.numpy.where(cond, x, y) instead of `if`;\n"
             "  - compute the condition from values that are not traced (close over them, or "
             "pass them through functools.partial);\n"
-            "  - differentiate with grad/jvp/vjp directly: they trace with concrete values, so "
-            "Python control flow runs as written there."
+            f"  - {self.advice}"
         )
 
 
@@ -171,15 +177,17 @@ def trace_to_jaxpr(
     transform: str,
     fun_name: str = "the function",
     fresh: bool = False,
+    advice: str | None = None,
 ) -> ClosedJaxpr:
     """Stage `fun` (flat lists in, a flat list out) on abstract inputs.
 
     Values it closes over become constants of the jaxpr, tracers of enclosing
     transforms included. With `fresh` it is staged in a context of its own,
     below evaluation rather than below the current trace: a jaxpr-to-jaxpr
-    transform's result must not depend on its caller's transforms.
+    transform's result must not depend on its caller's transforms. `advice`
+    ends the message of a concretization error (see StagingTrace).
     """
-    trace = StagingTrace(EVAL_TRACE if fresh else ctx.trace, transform, fun_name=fun_name)
+    trace = StagingTrace(EVAL_TRACE if fresh else ctx.trace, transform, fun_name=fun_name, advice=advice)
     with tracing(trace):
         outs = fun(*[trace.new_arg(a) for a in in_avals])
     return trace.to_jaxpr(outs)
