@@ -38,6 +38,7 @@ from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
 from .core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
+from .ir.check import check_operands
 from .ir.evaluate import eval_closed_now, eval_jaxpr
 from .ir.jaxpr import ClosedJaxpr
 from .ir.passes import dce_closed_jaxpr
@@ -366,11 +367,14 @@ def _custom_jvp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_j
     return eval_closed_now(call_jaxpr, [*consts, *xs])
 
 
-def _call_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, **_: Any) -> list[ShapedArray]:
+def _custom_jvp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: int, num_jvp_consts: int,
+                     name: str, **_: Any) -> list[ShapedArray]:
+    consts, _jvp_consts, xs = _split(avals, num_consts, num_jvp_consts)
+    check_operands(f"custom_jvp_call of {name}", [*consts, *xs], call_jaxpr)
     return call_jaxpr.out_avals
 
 
-custom_jvp_call_p = Primitive("custom_jvp_call", _custom_jvp_impl, _call_aval, multiple_results=True)
+custom_jvp_call_p = Primitive("custom_jvp_call", _custom_jvp_impl, _custom_jvp_aval, multiple_results=True)
 
 
 def _custom_jvp_rule(primals: list[Any], tangents: list[Any], *, call_jaxpr: ClosedJaxpr,
@@ -519,7 +523,14 @@ def _custom_vjp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_f
     return eval_closed_now(call_jaxpr, [*consts, *xs])
 
 
-custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _call_aval, multiple_results=True)
+def _custom_vjp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: int, num_fwd_consts: int,
+                     num_bwd_consts: int, name: str, **_: Any) -> list[ShapedArray]:
+    consts, _fwd_consts, _bwd_consts, xs = _split(avals, num_consts, num_fwd_consts, num_bwd_consts)
+    check_operands(f"custom_vjp_call of {name}", [*consts, *xs], call_jaxpr)
+    return call_jaxpr.out_avals
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _custom_vjp_aval, multiple_results=True)
 
 
 def _forward_mode_error(name: str) -> TypeError:
@@ -667,8 +678,12 @@ def _checkpoint_impl(*args: Any, jaxpr: ClosedJaxpr, **_: Any) -> list[Any]:
     return eval_closed_now(jaxpr, args)
 
 
-checkpoint_p = Primitive("checkpoint", _checkpoint_impl, lambda *a, jaxpr, **_: jaxpr.out_avals,
-                         multiple_results=True)
+def _checkpoint_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list[ShapedArray]:
+    check_operands(f"checkpoint of {name}", list(avals), jaxpr)
+    return jaxpr.out_avals
+
+
+checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_aval, multiple_results=True)
 
 
 def _unpack_tangents(

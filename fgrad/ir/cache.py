@@ -3,8 +3,8 @@
 A transform of a higher-order primitive's jaxpr (its jvp, its batched form,
 its partial evaluation) is asked for again at every call of the primitive;
 tracing it once per (jaxpr, arguments) makes those calls cheap. Entries go
-when their jaxpr does. Thread-safe: a lock guards the table, and two threads
-that miss together both compute the (identical) result.
+when their jaxpr does. Thread-safe: a lock guards the table; two threads that
+miss together both compute the result, and both get the one stored first.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ def cached_per_jaxpr(fn: Callable[..., R]) -> Callable[..., R]:
             if entries is not None and args in entries:
                 return entries[args]
         result = fn(closed, *args)
-        with lock:
-            table.setdefault(closed, {})[args] = result
-        return result
+        with lock:  # the first result stored wins, so that every caller holds the same object
+            return table.setdefault(closed, {}).setdefault(args, result)
 
     return cached

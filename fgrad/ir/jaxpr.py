@@ -23,7 +23,7 @@ import numpy as np
 from ..core.avals import ShapedArray, get_aval
 from ..core.trace import Primitive
 
-__all__ = ["Var", "Literal", "Atom", "JaxprEqn", "Jaxpr", "ClosedJaxpr", "pp_jaxpr"]
+__all__ = ["Var", "Literal", "Atom", "JaxprEqn", "Jaxpr", "ClosedJaxpr", "pp_jaxpr", "sub_jaxprs"]
 
 
 class Var:
@@ -135,6 +135,19 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+
+def sub_jaxprs(eqn: JaxprEqn) -> list[tuple[str, Jaxpr | ClosedJaxpr]]:
+    """The jaxprs an equation holds in its parameters (a higher-order
+    primitive's), directly or in a tuple or list (the branches of a cond),
+    with the name of the parameter each is in."""
+    out: list[tuple[str, Jaxpr | ClosedJaxpr]] = []
+    for k, p in eqn.params.items():
+        if isinstance(p, (Jaxpr, ClosedJaxpr)):
+            out.append((k, p))
+        elif isinstance(p, (tuple, list)):
+            out.extend((k, q) for q in p if isinstance(q, (Jaxpr, ClosedJaxpr)))
+    return out
 
 
 # ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 
 from ..core.rules import effectful
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
 
 __all__ = ["dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses"]
 
@@ -21,8 +21,7 @@ def has_effects(eqn: JaxprEqn) -> bool:
     """Whether `eqn` does anything besides computing its outputs."""
     if eqn.primitive in effectful:
         return True
-    subs = [p for p in eqn.params.values() if isinstance(p, (Jaxpr, ClosedJaxpr))]
-    return any(has_effects(e) for sub in subs for e in sub.eqns)
+    return any(has_effects(e) for _, sub in sub_jaxprs(eqn) for e in sub.eqns)
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:

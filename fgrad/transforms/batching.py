@@ -201,6 +201,8 @@ def batch_jaxpr(
     n_out = len(closed.out_avals)
     inst = (out_instantiate,) * n_out if isinstance(out_instantiate, bool) else out_instantiate
     out_batched: list[bool] = []
+    # A negative axis counts from the end of the batched value, as vmap's in_axes do.
+    in_dims = tuple(d if d is None or d >= 0 else d + a.ndim + 1 for a, d in zip(closed.in_avals, in_dims))
 
     def batched(*args: Any) -> list[Any]:
         trace = BatchTrace(ctx.trace, "vmap of a jaxpr", axis_size)

@@ -32,7 +32,7 @@ from ..core.trace import Primitive, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from ..ir.passes import dce_jaxpr, last_uses
+from ..ir.passes import dce_closed_jaxpr, dce_jaxpr, last_uses
 from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
 from ..primitives import elementwise
 from ..primitives.derivatives import zeros
@@ -345,14 +345,15 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear: tuple[bool, ...]) -> ClosedJaxp
     """
     known, unknown, out_unknowns, num_res = partial_eval_jaxpr(closed, linear, False)
     n_known_in = linear.count(False)
-    n_known_out = out_unknowns.count(False)
+    # Of the known part only the residuals are needed: the known outputs get no cotangent here.
+    known = dce_closed_jaxpr(known, [False] * out_unknowns.count(False) + [True] * num_res)
     uj = unknown.jaxpr
     # Residuals are the transposed jaxpr's constants, the linear inputs its variables.
     body = Jaxpr([*uj.constvars, *uj.invars[:num_res]], uj.invars[num_res:], uj.outvars, uj.eqns)
     linear_avals = [a for a, lin in zip(closed.in_avals, linear) if lin]
 
     def transposed(*args: Any) -> list[Any]:
-        res = eval_jaxpr(known.jaxpr, known.consts, *args[:n_known_in])[n_known_out:]
+        res = eval_jaxpr(known.jaxpr, known.consts, *args[:n_known_in])
         cts = [ct for ct, u in zip(args[n_known_in:], out_unknowns) if u]
         cts_in = backward_pass(body, [*unknown.consts, *res], cts)
         return [zeros(a) if ct is None else ct for ct, a in zip(cts_in, linear_avals)]

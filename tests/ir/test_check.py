@@ -206,3 +206,38 @@ def test_a_sub_jaxpr_in_a_staged_checkpoint_made_malformed():
 
 def test_the_error_is_a_type_error():
     assert issubclass(JaxprTypeError, TypeError)
+
+
+# --- found by reading the checker against the printer and the primitives ----------------
+
+
+def test_messages_name_variables_as_the_printed_jaxpr_does():
+    a, b, c = Var(F64_3), Var(F64_3), Var(F64_3)
+    jaxpr = Jaxpr([], [a], [c], [JaxprEqn(mul_p, [b, a], [c], {}), JaxprEqn(sin_p, [a], [b], {})])
+    assert "b:f64[3] = mul c a" in str(jaxpr)
+    with pytest.raises(JaxprTypeError, match=r"variable c is used before it is bound \(in `b:f64\[3\] = mul c a`\)"):
+        check_jaxpr(jaxpr)
+
+
+def test_a_higher_order_equation_whose_operands_do_not_fit_its_jaxpr():
+    body = fgrad.make_jaxpr(fnp.sin)(np.ones(3))  # takes f64[3]
+    x, y = Var(ShapedArray((2,), np.float32)), Var(F64_3)
+    jaxpr = Jaxpr([], [x], [y], [JaxprEqn(checkpoint_p, [x], [y], {"jaxpr": body, "name": "f"})])
+    with pytest.raises(JaxprTypeError, match=r"operands of `checkpoint of f` are \(f32\[2\]\), but its jaxpr takes \(f64\[3\]\)"):
+        check_jaxpr(jaxpr)
+
+
+def test_a_constant_that_does_not_fit_its_variable():
+    k, a, b = Var(F64_3), Var(F64_3), Var(F64_3)
+    closed = ClosedJaxpr(Jaxpr([k], [a], [b], [JaxprEqn(mul_p, [a, k], [b], {})]), [np.ones((5, 5), np.int8)])
+    with pytest.raises(JaxprTypeError, match=r"constant a is typed f64\[3\] but its value is a i8\[5,5\]"):
+        check_jaxpr(closed)
+
+
+def test_an_error_in_a_sub_jaxpr_names_the_equation_holding_it():
+    a, b = Var(F64_3), Var(F64_3)
+    bad = ClosedJaxpr(Jaxpr([], [a], [b], [JaxprEqn(sin_p, [b], [b], {})]), [])
+    x, y = Var(F64_3), Var(F64_3)
+    outer = Jaxpr([], [x], [y], [JaxprEqn(checkpoint_p, [x], [y], {"jaxpr": bad, "name": "f"})])
+    with pytest.raises(JaxprTypeError, match=r"used before it is bound[\s\S]*in the parameter `jaxpr` of the equation `b:f64\[3\] = checkpoint"):
+        check_jaxpr(outer)

@@ -307,3 +307,23 @@ def test_threads_computing_real_transforms_of_one_jaxpr():
         np.testing.assert_allclose(t1, np.cos(x) * tx * y + np.sin(x) * ty)
         np.testing.assert_allclose(t2, -np.sin(x) * tx)
     assert isinstance(jvp_jaxpr(closed, (True, True), False)[0], ClosedJaxpr)
+
+
+def test_threads_that_miss_together_get_the_one_result_stored():
+    import time
+
+    from fgrad.ir.cache import cached_per_jaxpr
+
+    @cached_per_jaxpr
+    def slow(closed, k):
+        time.sleep(0.05)
+        return object()
+
+    closed = fgrad.make_jaxpr(fnp.sin)(1.0)
+    got = [None, None]
+    threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, slow(closed, 0))) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got[0] is got[1] is slow(closed, 0)

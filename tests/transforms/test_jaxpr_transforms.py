@@ -541,6 +541,18 @@ def test_transpose_ignores_the_cotangent_of_an_output_the_linear_inputs_do_not_r
     (b,) = _run(transposed, x, ct, np.full(3, 100.0))
     _close(a, x * ct)
     _close(b, x * ct)
+    # and what only that output needs is not computed at all
+    assert "sin" not in [e.primitive.name for e in transposed.eqns]
+
+
+def test_batch_jaxpr_takes_negative_in_dims_as_vmap_does():
+    closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(np.ones((2, 3)))
+    xs = np.arange(24.0).reshape(2, 3, 4) / 10  # examples along the last axis
+    batched, (out_batched,) = batch_jaxpr(closed, 4, (-1,), True)
+    check_jaxpr(batched)
+    assert out_batched
+    (got,) = eval_jaxpr(batched.jaxpr, batched.consts, xs)
+    _close(got, np.stack([np.sin(xs[..., i]) * 2.0 for i in range(4)]))
 
 
 def test_transpose_of_a_transpose_is_the_original_map():
