@@ -62,7 +62,12 @@ TARGETS: list[Target] = []
 
 
 def optional_import(name: str) -> ModuleType | None:
-    """The module `name`, or None (with a note printed) when it is not installed."""
+    """The module `name`, or None (with a note printed) when it is not installed
+    or FGRAD_BENCH_PEERS (a comma-separated list, when set) leaves it out."""
+    peers = os.environ.get("FGRAD_BENCH_PEERS")
+    if peers is not None and name not in peers.split(","):
+        print(f"{name} left out of this run (FGRAD_BENCH_PEERS={peers})")
+        return None
     try:
         return importlib.import_module(name)
     except ImportError:

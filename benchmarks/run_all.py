@@ -2,9 +2,15 @@
 
     python benchmarks/run_all.py
 
-Each benchmark module's main() runs in this one process; a benchmark that
-fails (an error, or a gradient that does not match) is reported and the rest
-still run. Benchmarks are measurements, not tests: the exit code is 0 whatever
+fgrad's figures and targets come from a process that never imports PyTorch:
+importing it changes how glibc's malloc serves large temporaries, which a
+user's process would not see (fgrad's W4 Jacobian runs twice as fast beside
+it). So the benchmarks run in a child process with every installed peer but
+PyTorch, then, if PyTorch is installed, again in a second child for its
+figures alone (FGRAD_BENCH_PEERS selects the peers of a run). Within a
+child, each benchmark module's main() runs in turn; one that fails (an
+error, or a gradient that does not match) is reported and the rest still
+run. Benchmarks are measurements, not tests: the exit code is 0 whatever
 the results.
 """
 
@@ -12,7 +18,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -61,5 +69,21 @@ def main() -> None:
     print(f"  {passed}/{len(TARGETS)} targets met; total time {time.perf_counter() - start:.0f} s")
 
 
+def run_children() -> None:
+    """The benchmarks without PyTorch (fgrad's figures), then PyTorch's own."""
+    here = Path(__file__).resolve()
+    without_torch = [p for p in PEERS if p != "torch" and installed(p)]
+    runs = [("fgrad and every peer but PyTorch", ",".join(without_torch) or "none")]
+    if installed("torch"):
+        runs.append(("PyTorch's figures only: fgrad's below are not quoted, torch is imported", "torch"))
+    for title, peers in runs:
+        print(f"\n{'#' * 72}\n# {title} (FGRAD_BENCH_PEERS={peers})\n{'#' * 72}", flush=True)
+        env = {**os.environ, "FGRAD_BENCH_PEERS": peers}
+        subprocess.run([sys.executable, str(here)], env=env, check=False)
+
+
 if __name__ == "__main__":
-    main()
+    if "FGRAD_BENCH_PEERS" in os.environ:
+        main()
+    else:
+        run_children()
