@@ -20,6 +20,7 @@ summary table at the end.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import random
 import statistics
@@ -65,7 +66,7 @@ def optional_import(name: str) -> ModuleType | None:
     """The module `name`, or None (with a note printed) when it is not installed
     or FGRAD_BENCH_PEERS (a comma-separated list, when set) leaves it out."""
     peers = os.environ.get("FGRAD_BENCH_PEERS")
-    if peers is not None and name not in peers.split(","):
+    if peers is not None and name not in peers.split(",") and importlib.util.find_spec(name) is not None:
         print(f"{name} left out of this run (FGRAD_BENCH_PEERS={peers})")
         return None
     try:

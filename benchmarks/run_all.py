@@ -7,7 +7,8 @@ importing it changes how glibc's malloc serves large temporaries, which a
 user's process would not see (fgrad's W4 Jacobian runs twice as fast beside
 it). So the benchmarks run in a child process with every installed peer but
 PyTorch, then, if PyTorch is installed, again in a second child for its
-figures alone (FGRAD_BENCH_PEERS selects the peers of a run). Within a
+figures (with HIPS autograd, its baseline; FGRAD_BENCH_PEERS selects the
+peers of a run). Within a
 child, each benchmark module's main() runs in turn; one that fails (an
 error, or a gradient that does not match) is reported and the rest still
 run. Benchmarks are measurements, not tests: the exit code is 0 whatever
@@ -74,8 +75,9 @@ def run_children() -> None:
     here = Path(__file__).resolve()
     without_torch = [p for p in PEERS if p != "torch" and installed(p)]
     runs = [("fgrad and every peer but PyTorch", ",".join(without_torch) or "none")]
-    if installed("torch"):
-        runs.append(("PyTorch's figures only: fgrad's below are not quoted, torch is imported", "torch"))
+    if installed("torch"):  # with HIPS autograd, the baseline PyTorch is paired with where it is one
+        with_torch = ",".join(p for p in ("autograd", "torch") if installed(p))
+        runs.append(("PyTorch's figures: fgrad's below are not quoted, torch is imported", with_torch))
     for title, peers in runs:
         print(f"\n{'#' * 72}\n# {title} (FGRAD_BENCH_PEERS={peers})\n{'#' * 72}", flush=True)
         env = {**os.environ, "FGRAD_BENCH_PEERS": peers}
