@@ -17,7 +17,7 @@ from fgrad.core.trace import EVAL_TRACE, Tracer, ctx
 from fgrad.ir.cache import cached_per_jaxpr
 from fgrad.ir.check import check_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
-from fgrad.ir.jaxpr import ClosedJaxpr, Literal
+from fgrad.ir.jaxpr import Literal
 from fgrad.ir.staging import closure_convert, trace_to_jaxpr
 from fgrad.transforms.forward import jvp_jaxpr
 
@@ -277,36 +277,6 @@ def test_threads_calling_at_once_get_equal_results():
     # once every thread is done, a call is a hit
     n = len(calls)
     assert slow(closed, 2) == expected[2] and len(calls) == n
-
-
-def test_threads_computing_real_transforms_of_one_jaxpr():
-    closed = fgrad.make_jaxpr(lambda x, y: (fnp.sin(x) * y, fnp.cos(x)))(np.ones(3), 2.0)
-    n_threads = 6
-    barrier = threading.Barrier(n_threads)
-    outs, errors = [None] * n_threads, []
-    x, y, tx, ty = np.array([0.1, 0.2, 0.3]), 1.5, np.array([1.0, 0.0, -1.0]), 0.5
-
-    def worker(i):
-        try:
-            barrier.wait()
-            jaxpr, nz = jvp_jaxpr(closed, (True, True), False)
-            outs[i] = (nz, _run(jaxpr, x, y, tx, ty))
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    for nz, (p1, p2, t1, t2) in outs:
-        assert nz == (True, True)
-        np.testing.assert_allclose(p1, np.sin(x) * y)
-        np.testing.assert_allclose(p2, np.cos(x))
-        np.testing.assert_allclose(t1, np.cos(x) * tx * y + np.sin(x) * ty)
-        np.testing.assert_allclose(t2, -np.sin(x) * tx)
-    assert isinstance(jvp_jaxpr(closed, (True, True), False)[0], ClosedJaxpr)
 
 
 def test_threads_that_miss_together_get_the_one_result_stored():
