@@ -36,7 +36,7 @@ import numpy as np
 from .api.arguments import describe, fun_name, to_input
 from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
-from .core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
 from .ir.check import check_operands
 from .ir.evaluate import eval_closed_now, eval_jaxpr
@@ -47,8 +47,9 @@ from .primitives import elementwise
 from .primitives.batching import batch_size, move_axis, with_batch_axis
 from .primitives.derivatives import is_linear, zeros
 from .transforms.batching import batch_flat, batch_jaxpr
+from .transforms.call import call_batch, call_jvp, call_transpose, unpack_tangents
 from .transforms.forward import JVPTracer, jvp_jaxpr
-from .transforms.reverse import LinearizeTrace, transpose_jaxpr
+from .transforms.reverse import LinearizeTrace
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
 
@@ -686,20 +687,6 @@ def _checkpoint_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_aval, multiple_results=True)
 
 
-def _unpack_tangents(
-    outs: list[Any], n_out: int, out_nonzeros: tuple[bool, ...]
-) -> tuple[list[Any], list[Any]]:
-    """The primal outputs, and the tangents with None where `out_nonzeros` says there are none."""
-    it = iter(outs[n_out:])
-    return outs[:n_out], [next(it) if nz else None for nz in out_nonzeros]
-
-
-def _checkpoint_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, name: str) -> Any:
-    jvp, out_nonzeros = jvp_jaxpr(jaxpr, tuple(t is not None for t in tangents), False)
-    outs = checkpoint_p.bind(*primals, *(t for t in tangents if t is not None), jaxpr=jvp, name=name)
-    return _unpack_tangents(outs, len(jaxpr.out_avals), out_nonzeros)
-
-
 def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
                           jaxpr: ClosedJaxpr, name: str) -> tuple[list[Any], list[Any]]:
     outs = checkpoint_p.bind(*primals, jaxpr=jaxpr, name=name)  # the primal part, now
@@ -710,28 +697,9 @@ def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: l
     tangent_part = dce_closed_jaxpr(jvp, [False] * n_out + [True] * sum(out_nonzeros))
     t_outs = trace.stage(checkpoint_p, [*primals, *(t for t in tangents if t is not None)],
                          {"jaxpr": tangent_part, "name": name})
-    return outs, _unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
+    return outs, unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
 
 
-jvp_rules[checkpoint_p] = Linearization(_checkpoint_jvp, _checkpoint_linearize)
-
-
-def _checkpoint_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, name: str) -> list[Any]:
-    linear = tuple(type(a) is UndefinedPrimal for a in args)
-    transposed = transpose_jaxpr(jaxpr, linear)
-    filled = [zeros(a) if ct is None else ct for ct, a in zip(cts, jaxpr.out_avals)]
-    cts_in = iter(checkpoint_p.bind(*(a for a, lin in zip(args, linear) if not lin), *filled,
-                                    jaxpr=transposed, name=name))
-    return [next(cts_in) if lin else None for lin in linear]
-
-
-transpose_rules[checkpoint_p] = _checkpoint_transpose
-
-
-def _checkpoint_batch(args: list[Any], dims: list[Any], *, jaxpr: ClosedJaxpr, name: str) -> Any:
-    batched, out_batched = batch_jaxpr(jaxpr, batch_size(args, dims), tuple(dims), False)
-    out = checkpoint_p.bind(*args, jaxpr=batched, name=name)
-    return out, [0 if b else None for b in out_batched]
-
-
-batch_rules[checkpoint_p] = _checkpoint_batch
+jvp_rules[checkpoint_p] = Linearization(call_jvp(checkpoint_p), _checkpoint_linearize)
+transpose_rules[checkpoint_p] = call_transpose(checkpoint_p)
+batch_rules[checkpoint_p] = call_batch(checkpoint_p)
