@@ -16,6 +16,7 @@ from .api import (
     jacfwd,
     jacobian,
     jacrev,
+    jit,
     jvp,
     linearize,
     make_jaxpr,
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
-    "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "custom_jvp", "custom_vjp", "checkpoint",
+    "jit", "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "custom_jvp", "custom_vjp", "checkpoint",
     "remat", "debug", "debug_nans",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",

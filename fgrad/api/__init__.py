@@ -1,5 +1,6 @@
 """The public API: transformations of functions of pytrees."""
 
+from .jit import jit
 from .transformations import (
     ShapeDtypeStruct,
     grad,
@@ -13,7 +14,7 @@ from .transformations import (
 from .vectorize import hessian, jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
-    "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
+    "jit", "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
     "ShapeDtypeStruct", "grad", "jvp", "linearize", "make_jaxpr", "stop_gradient",
     "value_and_grad", "vjp",
 ]

@@ -1,4 +1,4 @@
-"""Higher-order primitives (custom_jvp, custom_vjp, checkpoint) and the effectful
+"""Higher-order primitives (custom_jvp, custom_vjp, checkpoint, jit) and the effectful
 debug primitives, closing over values of every transform.
 
 Each function closes over `w`, a traced value of the transform around it, both
@@ -17,7 +17,7 @@ from fgrad.ir.check import check_jaxpr
 
 # Checked numerically here (tests/primitives/test_registry.py requires a listing).
 PRIMITIVES = {
-    "custom_jvp_call", "custom_vjp_call", "custom_vjp_bwd", "checkpoint",
+    "custom_jvp_call", "custom_vjp_call", "custom_vjp_bwd", "checkpoint", "jit",
     "debug_print", "debug_callback", "tap_grad", "tap_cotangent",
 }
 
@@ -38,6 +38,14 @@ def plain(w):
 
 def with_checkpoint(w):
     return fnp.sum(fgrad.checkpoint(lambda x: inner(x, w))(x0) * x0)
+
+
+def with_jit(w):
+    return fnp.sum(fgrad.jit(lambda x: inner(x, w))(x0) * x0)
+
+
+def with_jit_of_argument(w):
+    return fnp.sum(fgrad.jit(inner)(x0, w) * x0)
 
 
 def with_custom_jvp(w):
@@ -72,7 +80,8 @@ def with_custom_jvp_of_argument(w):
     return fnp.sum(f(x0, w) * x0)
 
 
-FUNCTIONS = [with_checkpoint, with_custom_jvp, with_custom_vjp, with_custom_jvp_of_argument]
+FUNCTIONS = [with_checkpoint, with_custom_jvp, with_custom_vjp, with_custom_jvp_of_argument, with_jit,
+             with_jit_of_argument]
 
 TRANSFORMS = {
     "grad": lambda f: fgrad.grad(f),
@@ -207,6 +216,7 @@ def _printed(x):
 
 BATCH_CASES = {
     "checkpoint": (fgrad.checkpoint(lambda x, y: fnp.sin(x) * y), [(3,), (3,)], "real"),
+    "jit": (fgrad.jit(lambda x, y: fnp.sin(x) * y + fnp.sum(x)), [(3,), ()], "real"),
     "custom_jvp_call": (lambda x: _softplus(x) * 2.0, [(3,)], "real"),
     "custom_vjp_call": (lambda x, y: _cube(x) + y, [(3,), ()], "real"),
     # under vmap the backward pass transposes custom_vjp_bwd on batched cotangents

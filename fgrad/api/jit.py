@@ -1,0 +1,233 @@
+"""`fgrad.jit`: trace a function once per kind of argument, then call its jaxpr.
+
+A jitted function stages its Python function into a jaxpr on abstract values
+the first time it sees a tree structure, shapes and dtypes (Python scalars
+weakly typed, as in JAX) and static values, caches it (bounded, least recently
+used first out, locked), and from then on binds the `jit` primitive on that
+jaxpr: every transform sees one equation (transforms/jit.py). The jaxpr is
+evaluated as it is for now; turning it into generated NumPy code is the next
+step of jit.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray, get_aval
+from ..core.trace import EVAL_TRACE, Tracer, tracing
+from ..ir.jaxpr import ClosedJaxpr
+from ..ir.staging import StagingTrace, closure_convert
+from ..transforms.jit import jit_p
+from .arguments import flatten_fun, fun_name, leaf_names, to_input, to_output
+from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+__all__ = ["jit"]
+
+CACHE_SIZE = 64  # traced versions kept per jitted function
+
+_ABSTRACT_ADVICE = (
+    "mark the argument static with jit's static_argnums (or static_argnames), so that its "
+    "value is known while tracing and each value gets its own trace."
+)
+
+
+class _Entry:
+    """One traced version: the closure-converted jaxpr, what it closed over
+    (operands before the arguments) and the structure of its output."""
+
+    __slots__ = ("jaxpr", "consts", "out_tree")
+
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef) -> None:
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.out_tree = out_tree
+
+
+class Lowered:
+    """A jitted function traced for some arguments: `.jaxpr` is what each call evaluates."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, out_tree: PyTreeDef) -> None:
+        self.jaxpr = jaxpr
+        self.out_tree = out_tree
+
+    def __repr__(self) -> str:
+        return f"Lowered({self.jaxpr})"
+
+
+class Jitted:
+    """The function `jit` returns: call it like the function it wraps."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
+                 static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...]) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        # A static name is static by position too, where the signature has it.
+        try:
+            params = list(inspect.signature(fun).parameters)
+        except (TypeError, ValueError):
+            params = []
+        self._named_positions = {params.index(n) for n in static_argnames if n in params}
+        self.donate_argnums = donate_argnums
+        self.name = fun_name(fun)
+        self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, consts, operands = self._prepare(args, kwargs)
+        outs = jit_p.bind(*consts, *operands, jaxpr=entry.jaxpr, name=self.name)
+        return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The traced version these arguments select (tracing it if needed).
+
+        >>> import fgrad.numpy as fnp
+        >>> print(jit(lambda x: fnp.sin(x) * 2.0).lower(1.0).jaxpr)
+        { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = mul b 2.0 in (c,) }
+        """
+        entry, _, _ = self._prepare(args, kwargs)
+        return Lowered(entry.jaxpr, entry.out_tree)
+
+    def clear_cache(self) -> None:
+        """Forget every traced version: the next call traces again."""
+        with self._lock:
+            self._cache.clear()
+
+    # --- tracing and the cache ---------------------------------------------------
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[Any]]:
+        nargs = len(args)
+        given = {i + nargs if i < 0 else i for i in self.static_argnums}
+        if any(not 0 <= i < nargs for i in given):
+            raise ValueError(
+                f"static_argnums={self.static_argnums!r} is out of range for {self.name} called "
+                f"with {nargs} positional arguments"
+            )
+        static = sorted(given | {i for i in self._named_positions if i < nargs})
+        static_values = tuple((i, _hashable(args[i], f"argument {i}", self.name)) for i in static)
+        static_kw = tuple(sorted(
+            (k, _hashable(v, f"argument {k!r}", self.name))
+            for k, v in kwargs.items() if k in self.static_argnames
+        ))
+        dyn_nums = tuple(i for i in range(nargs) if i not in static)
+        dyn_kw = {k: v for k, v in sorted(kwargs.items()) if k not in self.static_argnames}
+        leaves, in_tree = tree_flatten(((*(args[i] for i in dyn_nums),), dyn_kw))
+        operands = [_operand(x, self.name) for x in leaves]
+        avals = tuple(get_aval(x) for x in operands)
+        key = (in_tree, avals, static_values, static_kw)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._cache.move_to_end(key)
+                return entry, entry.consts, operands
+        entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals)
+        if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
+            with self._lock:
+                self._cache[key] = entry
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return entry, entry.consts, operands
+
+    def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
+               dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray]) -> _Entry:
+        fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self.static_argnames}
+
+        def positional(dyn_args: tuple[Any, ...], dyn_kw: dict[str, Any]) -> Any:
+            full, given = list(args), dict(static_kw)
+            for i, x in zip(dyn_nums, dyn_args):
+                full[i] = x
+            given.update(dyn_kw)
+            return fun(*full, **given)
+
+        flat_fun, store = flatten_fun(positional, in_tree, name=self.name)
+        # In a context of its own (below evaluation), so that the jaxpr does not
+        # depend on the transforms around this call: their tracers it closes
+        # over become operands.
+        trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name,
+                             arg_names=_arg_names(fun, args, dyn_nums, kwargs, dyn_names),
+                             advice=_ABSTRACT_ADVICE)
+        with tracing(trace):
+            outs = flat_fun(*[trace.new_arg(a) for a in avals])
+        jaxpr, consts = closure_convert(trace.to_jaxpr(outs))
+        assert store.tree is not None
+        return _Entry(jaxpr, consts, store.tree)
+
+
+def _hashable(value: Any, what: str, name: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"{what} of {name} is static (static_argnums/static_argnames), so it must be hashable, "
+            f"but it is an unhashable {type(value).__name__}: {value!r}. Pass a tuple instead of "
+            "a list, or make the argument dynamic (an array)."
+        ) from None
+    return value
+
+
+def _operand(x: Any, name: str) -> Any:
+    """A leaf argument as jit's operand: Python scalars stay Python scalars (weakly
+    typed, as in eager mode), other values become arrays; non-numbers raise."""
+    if type(x) in (float, int, complex, bool) or isinstance(x, Tracer):
+        return x
+    try:
+        arr = to_input(x)
+    except TypeError:
+        arr = None
+    if arr is None or np.asarray(arr).dtype.kind not in "biufc":
+        raise TypeError(
+            f"an argument of {name} is a {type(x).__name__} ({x!r}), which jit cannot trace: it "
+            "traces arrays and numbers. Mark the argument static (jit's static_argnums or "
+            "static_argnames) to pass it as a Python value, or close over it."
+        )
+    return arr
+
+
+def _arg_names(fun: Callable[..., Any], args: tuple[Any, ...], dyn_nums: tuple[int, ...],
+               kwargs: dict[str, Any], dyn_names: list[str]) -> list[str]:
+    names = leaf_names(fun, args, dyn_nums)
+    for k in dyn_names:
+        names.extend(k + path for path in _leaf_paths(kwargs[k]))
+    return names
+
+
+def _leaf_paths(x: Any) -> list[str]:
+    return [keystr(p) for p, _ in tree_flatten_with_path(x)[0]]
+
+
+def jit(
+    fun: Callable[..., Any] | None = None,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    donate_argnums: int | Sequence[int] = (),
+) -> Any:
+    """`fun`, traced once per tree structure, shapes and dtypes of its arguments
+    and values of its static ones, then run from its jaxpr (JAX's `jit`).
+
+    Inside, values are abstract: a Python `if` on one raises; mark such an
+    argument static, or use `fnp.where`. Works as a call, a decorator, and
+    through functools.partial; composes with every transformation.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)
+    >>> f(np.arange(3.0), 2)
+    np.float64(5.0)
+    >>> fgrad.grad(f)(np.arange(3.0), 2)
+    array([0., 2., 4.])
+    """
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if fun is None:
+        return lambda f: jit(f, static_argnums=nums, static_argnames=names, donate_argnums=donate)
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, but got {type(fun).__name__}: {fun!r}")
+    return Jitted(fun, nums, names, donate)

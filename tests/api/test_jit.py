@@ -1,0 +1,189 @@
+"""fgrad.jit: the API (call, decorator, partial, static arguments, pytrees,
+keywords), the cache, abstract values inside, its errors, and composition with
+every transformation, each against the same function without jit."""
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.ir.check import check_jaxpr
+from tests.strategies import seeds, values
+
+
+def f(x1, x2):
+    return fnp.log(x1) + x1 * x2 - fnp.exp(x2)
+
+
+def counting(fun):
+    """`fun`, and a list that grows by one each time it is traced (runs in Python)."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fun(*args, **kwargs)
+
+    return counted, calls
+
+
+def test_values_equal_eager_ones():
+    assert fgrad.jit(f)(2.0, 5.0) == pytest.approx(f(2.0, 5.0), rel=1e-14)
+    x = np.linspace(0.1, 2.0, 7)
+    np.testing.assert_allclose(fgrad.jit(f)(x, x[::-1]), f(x, x[::-1]), rtol=1e-14)
+    out = fgrad.jit(lambda x: fnp.sin(x) * 2.0)(x)
+    assert type(out) is np.ndarray and out.flags.writeable
+
+
+@given(shape=st.sampled_from([(), (3,), (2, 3)]), seed=seeds)
+def test_under_every_transformation_as_without_jit(shape, seed):
+    x, y = values(shape, "positive", seed), values(shape, "real", seed + 1)
+    loss = lambda x, y: fnp.sum(f(x, y) ** 2)
+    jloss = fgrad.jit(loss)
+    for transform in (
+        lambda g: fgrad.grad(g, argnums=(0, 1)),
+        lambda g: fgrad.jit(fgrad.grad(g, argnums=(0, 1))),
+        lambda g: (lambda x, y: fgrad.jvp(g, (x, y), (np.ones_like(x), np.ones_like(y)))),
+        lambda g: fgrad.grad(lambda x, y: fnp.sum(fgrad.grad(g)(x, y) * fnp.cos(x)), argnums=(0, 1)),
+    ):
+        for got, want in zip(transform(jloss)(x, y), transform(loss)(x, y)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_vmap_jacobians_and_nesting():
+    x = np.linspace(0.2, 1.5, 4)
+    np.testing.assert_allclose(fgrad.vmap(fgrad.jit(f))(x, x + 1), f(x, x + 1))
+    np.testing.assert_allclose(fgrad.jit(fgrad.vmap(f))(x, x + 1), f(x, x + 1))
+    np.testing.assert_allclose(fgrad.jit(fgrad.jit(f))(x, x), f(x, x))
+    np.testing.assert_allclose(fgrad.jacrev(fgrad.jit(fnp.tanh))(x), np.diag(1 - np.tanh(x) ** 2))
+    np.testing.assert_allclose(fgrad.jacfwd(fgrad.jit(fnp.tanh))(x), np.diag(1 - np.tanh(x) ** 2))
+    h = lambda x: fnp.sum(fnp.sin(x) ** 2)
+    np.testing.assert_allclose(fgrad.hessian(fgrad.jit(h))(x), fgrad.hessian(h)(x), atol=1e-14)
+    np.testing.assert_allclose(fgrad.vmap(fgrad.grad(fgrad.jit(h)))(np.stack([x, 2 * x])),
+                               np.stack([np.sin(2 * x), np.sin(4 * x)]))
+
+
+def test_custom_rules_and_checkpoint_inside_jit():
+    @fgrad.custom_jvp
+    def softplus(x):
+        return fnp.log1p(fnp.exp(x))
+
+    softplus.defjvps(lambda t, ans, x: t / (1.0 + fnp.exp(-x)))
+    x = np.array([-1.0, 0.5, 2.0])
+    g = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(softplus)(x))))
+    np.testing.assert_allclose(g(x), 1 / (1 + np.exp(-x)))
+
+
+def test_it_is_one_equation_and_grad_splits_it_in_two():
+    closed = fgrad.make_jaxpr(fgrad.jit(f))(2.0, 5.0)
+    assert [e.primitive.name for e in closed.eqns] == ["jit"]
+    assert "jit[jaxpr={ lambda ; a:f64[] b:f64[]. let" in str(closed)
+    grad_jaxpr = fgrad.make_jaxpr(fgrad.grad(fgrad.jit(f)))(2.0, 5.0)
+    check_jaxpr(grad_jaxpr)
+    # the primal part with its residuals, and the backward pass of the tangent part
+    assert [e.primitive.name for e in grad_jaxpr.eqns] == ["jit", "jit"]
+    assert fgrad.eval_jaxpr(grad_jaxpr.jaxpr, grad_jaxpr.consts, 2.0, 5.0)[0] == 5.5
+
+
+def test_closing_over_a_traced_value():
+    x0 = np.array([0.3, -0.7, 1.2])
+    loss = lambda w: fnp.sum(fgrad.jit(lambda x: fnp.sin(x * w))(x0))
+    np.testing.assert_allclose(fgrad.grad(loss)(2.0), np.sum(np.cos(2 * x0) * x0))
+    np.testing.assert_allclose(fgrad.vmap(loss)(np.array([1.0, 2.0])),
+                               [np.sum(np.sin(x0)), np.sum(np.sin(2 * x0))])
+
+
+def test_decorator_partial_keywords_and_pytrees():
+    @fgrad.jit
+    def g(params, x):
+        return {"y": params["w"] * x + params["b"], "n": fnp.sum(x)}
+
+    out = g({"w": 2.0, "b": np.ones(2)}, x=np.array([1.0, 3.0]))
+    np.testing.assert_allclose(out["y"], [3.0, 7.0])
+    assert out["n"] == 4.0
+
+    @functools.partial(fgrad.jit, static_argnums=1)
+    def power(x, n):
+        return x**n
+
+    assert power(3.0, 2) == 9.0 and power(3.0, 3) == 27.0
+
+    @fgrad.jit(static_argnames="mode")
+    def pick(x, mode="sin"):
+        return fnp.sin(x) if mode == "sin" else fnp.cos(x)
+
+    assert pick(0.0) == 0.0 and pick(0.0, mode="cos") == 1.0 and pick(0.0, "cos") == 1.0
+
+
+def test_traces_once_per_kind_of_argument():
+    g, calls = counting(lambda x, n: x * n)
+    jg = fgrad.jit(g, static_argnums=1)
+    jg(np.ones(3), 2)
+    jg(np.zeros(3), 2)
+    assert len(calls) == 1  # same shape, dtype and static value: a hit
+    jg(np.ones(4), 2)
+    jg(np.ones(3, np.float32), 2)
+    jg(np.ones(3), 3)
+    assert len(calls) == 4  # shape, dtype, static value
+    jg(2.0, 2)
+    jg(np.float64(2.0), 2)
+    assert len(calls) == 6  # a Python float is weakly typed, a NumPy one is not
+    jg.clear_cache()
+    jg(np.ones(3), 2)
+    assert len(calls) == 7
+
+
+def test_python_scalars_are_weak_as_in_eager_mode():
+    x = np.ones(2, np.float32)
+    assert fgrad.jit(lambda x, s: x * s)(x, 2.0).dtype == (x * 2.0).dtype == np.float32
+
+
+def test_a_python_print_runs_when_tracing_and_debug_print_on_every_call(capsys):
+    def g(x):
+        print("tracing")
+        fgrad.debug.print("x = {}", x)
+        return x + 1.0
+
+    jg = fgrad.jit(g)
+    jg(1.0)
+    jg(2.0)
+    assert capsys.readouterr().out.split("\n") == ["tracing", "x = 1.0", "x = 2.0", ""]
+
+
+def test_lower_shows_the_jaxpr():
+    lowered = fgrad.jit(lambda x: fnp.sin(x) * 2.0).lower(np.zeros(3))
+    assert str(lowered.jaxpr) == "{ lambda ; a:f64[3]. let b:f64[3] = sin a c:f64[3] = mul b 2.0 in (c,) }"
+
+
+def test_errors_say_what_to_do():
+    @fgrad.jit
+    def branchy(x, y):
+        return x if x > 0 else y
+
+    with pytest.raises(fgrad.ConcretizationTypeError, match=r"argument `x` of branchy[\s\S]*static_argnums"):
+        branchy(1.0, 2.0)
+    with pytest.raises(TypeError, match=r"is a str \('abc'\), which jit cannot trace[\s\S]*static_argnums"):
+        fgrad.jit(lambda x, s: x)(1.0, "abc")
+    with pytest.raises(TypeError, match=r"argument 1 of .* must be hashable, but it is an unhashable list"):
+        fgrad.jit(lambda x, s: x, static_argnums=1)(1.0, [1, 2])
+    with pytest.raises(ValueError, match=r"static_argnums=\(5,\) is out of range for <lambda> called with 1 positional"):
+        fgrad.jit(lambda x: x, static_argnums=5)(1.0)
+    with pytest.raises(TypeError, match="jit expects a function"):
+        fgrad.jit(3)
+    with pytest.raises(fgrad.ConcretizationTypeError, match=r"concrete value \(float\(\)\)[\s\S]*static_argnums"):
+        fgrad.jit(lambda x: float(x))(1.0)
+
+
+def test_the_cache_is_bounded():
+    from fgrad.api.jit import CACHE_SIZE
+
+    g, calls = counting(lambda x: x)
+    jg = fgrad.jit(g)
+    for n in range(CACHE_SIZE + 1):
+        jg(np.ones(n))
+    jg(np.ones(CACHE_SIZE))  # the newest is kept
+    jg(np.ones(0))  # the oldest was dropped
+    assert len(calls) == CACHE_SIZE + 2
