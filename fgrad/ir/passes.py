@@ -1,4 +1,7 @@
-"""Rewrites of jaxprs. Each pass takes a jaxpr and returns a new one.
+"""Rewrites of jaxprs. Each pass takes a jaxpr and returns a new one. DCE and
+liveness work on a `Jaxpr`; the optimisations jit runs (constant folding,
+simplification, CSE, and `optimize_jaxpr`, which chains them with DCE) on a
+`ClosedJaxpr`, since folding needs the constants' values.
 
 Primitives are pure unless listed in `core.rules.effectful` (printing,
 callbacks); an equation with an effect, or with a sub-jaxpr that has one, is
@@ -9,12 +12,20 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
-from ..core.rules import effectful
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
+import numpy as np
 
-__all__ = ["dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses"]
+from ..core.avals import get_aval
+from ..core.rules import effectful, jvp_rules
+from ..core.trace import Primitive
+from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
+
+__all__ = [
+    "dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses",
+    "fold_constants", "simplify_jaxpr", "cse_jaxpr", "optimize_jaxpr",
+]
 
 
 def has_effects(eqn: JaxprEqn) -> bool:
@@ -88,3 +99,337 @@ def last_uses(jaxpr: Jaxpr, reverse: bool = False) -> dict[int, list[Var]]:
 
 _last_uses: weakref.WeakKeyDictionary[Jaxpr, dict[bool, dict[int, list[Var]]]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+# ----------------------------------------------------------------------------
+# Optimisation: constant folding, algebraic simplification, CSE, and the
+# pipeline jit runs. Each takes a ClosedJaxpr (folding needs the constants'
+# values) and returns one with the same inputs and outputs, or `closed`
+# itself when it finds nothing to do. None of them changes its input, looks
+# inside a sub-jaxpr, or drops, merges, duplicates or reorders an equation
+# with effects. This layer sits below the primitives: the ones a rewrite is
+# about are known by name.
+
+
+def _renamed(eqn: JaxprEqn, env: dict[Var, Atom]) -> JaxprEqn:
+    """`eqn` reading `env[v]` for each input `v` renamed; `eqn` itself if none is."""
+    if not any(type(a) is Var and a in env for a in eqn.invars):
+        return eqn
+    invars = [env.get(a, a) if type(a) is Var else a for a in eqn.invars]
+    return JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source)
+
+
+def _rebuilt(
+    closed: ClosedJaxpr, eqns: list[JaxprEqn], env: dict[Var, Atom],
+    constvars: list[Var] | None = None, consts: list[Any] | None = None,
+) -> ClosedJaxpr:
+    """`closed` with `eqns` for its equations, its outputs renamed by `env`,
+    and other constants if given."""
+    jaxpr = closed.jaxpr
+    outvars = [env.get(a, a) if isinstance(a, Var) else a for a in jaxpr.outvars]
+    constvars = jaxpr.constvars if constvars is None else constvars
+    consts = closed.consts if consts is None else consts
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, outvars, eqns), consts)
+
+
+# --- fold_constants -------------------------------------------------------------------
+
+#: An equation whose results hold more elements than this, and more than its
+#: inputs together (a broadcast of a scalar), is left to run: folding it would
+#: keep the whole array alive in the jaxpr to save a cheap fill.
+FOLD_MAX_NEW_ELEMENTS = 1 << 12
+
+
+def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Evaluate now the equations whose inputs are all literals or constants.
+
+    Each is computed with its primitive's impl (no trace involved) and its
+    results become constants: a 0-d result a `Literal` of its variable's
+    aval, an array a new constant variable (after the existing ones). Left
+    alone: equations with effects or sub-jaxprs, ones whose impl raises (the
+    error belongs to the run) or gives another shape or dtype than the
+    jaxpr says, and large results built from small inputs.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> print(fold_constants(fgrad.make_jaxpr(lambda x: x * fnp.negative(2.0))(1.0)))
+    { lambda ; a:f64[]. let b:f64[] = mul a -2.0:f64[] in (b,) }
+    """
+    known: dict[Var, Any] = dict(zip(closed.jaxpr.constvars, closed.consts))
+    env: dict[Var, Atom] = {}
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    eqns: list[JaxprEqn] = []
+    for eqn in closed.jaxpr.eqns:
+        eqn = _renamed(eqn, env)
+        outs = _fold(eqn, known)
+        if outs is None:
+            eqns.append(eqn)
+            continue
+        for v, out in zip(eqn.outvars, outs):
+            if v.aval.shape == ():
+                env[v] = Literal(out, v.aval)
+            else:
+                known[v] = out
+                constvars.append(v)
+                consts.append(out)
+    if len(eqns) == len(closed.jaxpr.eqns):
+        return closed
+    return _rebuilt(closed, eqns, env, constvars, consts)
+
+
+def _fold(eqn: JaxprEqn, known: dict[Var, Any]) -> list[Any] | None:
+    """The results of `eqn`, computed now, or None if it is not to be folded."""
+    if not all(isinstance(a, Literal) or a in known for a in eqn.invars):
+        return None
+    if has_effects(eqn) or sub_jaxprs(eqn):
+        return None
+    args = [a.val if isinstance(a, Literal) else known[a] for a in eqn.invars]
+    in_size = sum(int(np.size(x)) for x in args)
+    if sum(v.aval.size for v in eqn.outvars) > max(in_size, FOLD_MAX_NEW_ELEMENTS):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            out = eqn.primitive.impl(*args, **eqn.params)
+    except Exception:  # noqa: BLE001 - it raises again when the jaxpr runs, where it belongs
+        return None
+    outs = list(out) if eqn.primitive.multiple_results else [out]
+    if len(outs) != len(eqn.outvars):
+        return None
+    for i, (v, x) in enumerate(zip(eqn.outvars, outs)):
+        if v.aval.shape == ():
+            x = outs[i] = np.asarray(x)[()]
+        aval = get_aval(x)
+        if aval.shape != v.aval.shape or aval.dtype != v.aval.dtype:
+            return None
+    return outs
+
+
+# --- simplify_jaxpr -------------------------------------------------------------------
+
+
+def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Algebraic simplification, each rewrite only where the result has the
+    very aval (shape, dtype and weak type) of the operand it keeps:
+
+    * `mul x 1`, `mul 1 x`, `div x 1`, `add x 0`, `add 0 x`, `sub x 0`,
+      `neg (neg x)`, `convert_element_type` to x's dtype and `broadcast_to`
+      x's shape are `x`: each use of the result, outputs included, reads
+      `x` instead and the equation goes;
+    * `mul x -1` and `mul -1 x` become `neg x` (signed and inexact dtypes).
+
+    A 1, 0 or -1 is a literal, a constant whose entries all are that
+    number, or a `broadcast_to` of one. `mul x:f32[] 1.0:f64[]` is left
+    alone (it promotes), and so is `add x:f64[3] 0.0:f64[2,3]` (it
+    broadcasts). `x + 0.0` is `x` but for the sign of a zero (-0.0 + 0.0
+    is 0.0), as in XLA's simplifier.
+
+    >>> import fgrad
+    >>> print(simplify_jaxpr(fgrad.make_jaxpr(lambda x: (x * 1.0 + 0.0) * 3.0)(2.0)))
+    { lambda ; a:f64[]. let b:f64[] = mul a 3.0 in (b,) }
+    """
+    const_of = dict(zip(closed.jaxpr.constvars, closed.consts))
+    uniform: dict[Var, Any] = {}  # the value every entry of a variable has, where known
+    for v, c in const_of.items():
+        arr = np.asarray(c)
+        if not arr.size or arr.dtype == object or arr.dtype.kind in "SUV":
+            continue
+        first = arr.flat[0]
+        # Only the numbers a rewrite is about are worth a look at every entry.
+        if (first == 0 or first == 1 or first == -1) and bool(np.all(arr == first)):
+            uniform[v] = first
+    producer: dict[Var, JaxprEqn] = {}
+    env: dict[Var, Atom] = {}
+    eqns: list[JaxprEqn] = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        eqn = _renamed(eqn, env)
+        rewrite = None if has_effects(eqn) else _simplified(eqn, uniform, producer)
+        if rewrite is None:
+            new = eqn
+        elif isinstance(rewrite, JaxprEqn):
+            new = rewrite
+        else:
+            env[eqn.outvars[0]] = rewrite
+            changed = True
+            continue
+        changed = changed or new is not eqn
+        eqns.append(new)
+        for v in new.outvars:
+            producer[v] = new
+        if new.primitive.name == "broadcast_to":
+            value = _uniform_value(new.invars[0], uniform)
+            if value is not None:
+                uniform[new.outvars[0]] = value
+    return _rebuilt(closed, eqns, env) if changed else closed
+
+
+def _uniform_value(a: Atom, uniform: dict[Var, Any]) -> Any:
+    """The number every entry of `a` is, if known (None otherwise)."""
+    if isinstance(a, Literal):
+        return a.val if getattr(a.val, "ndim", 0) == 0 else None
+    return uniform.get(a)
+
+
+def _is(a: Atom, number: int, uniform: dict[Var, Any]) -> bool:
+    value = _uniform_value(a, uniform)
+    if value is None or isinstance(value, (str, bytes)):
+        return False
+    try:
+        return bool(value == number)
+    except (TypeError, ValueError):
+        return False
+
+
+def _simplified(
+    eqn: JaxprEqn, uniform: dict[Var, Any], producer: dict[Var, JaxprEqn]
+) -> Atom | JaxprEqn | None:
+    """What `eqn` simplifies to: the atom its result is, an equation computing
+    it more cheaply, or None."""
+    name, ins = eqn.primitive.name, eqn.invars
+    if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
+        return None
+    out = eqn.outvars[0].aval
+    candidates: list[Atom] = []
+    if name == "mul" and len(ins) == 2:
+        x, y = ins
+        candidates = [a for a, other in ((x, y), (y, x)) if _is(other, 1, uniform)]
+        if not candidates and out.dtype.kind in "ifc":
+            for a, other in ((x, y), (y, x)):
+                neg = _primitive_named("neg")
+                if a.aval is out and neg is not None and _is(other, -1, uniform):
+                    return JaxprEqn(neg, [a], eqn.outvars, {}, eqn.source)
+    elif name == "div" and len(ins) == 2 and _is(ins[1], 1, uniform):
+        candidates = [ins[0]]
+    elif name == "add" and len(ins) == 2:
+        x, y = ins
+        candidates = [a for a, other in ((x, y), (y, x)) if _is(other, 0, uniform)]
+    elif name == "sub" and len(ins) == 2 and _is(ins[1], 0, uniform):
+        candidates = [ins[0]]
+    elif name == "neg" and len(ins) == 1 and type(ins[0]) is Var:
+        inner = producer.get(ins[0])
+        if inner is not None and inner.primitive.name == "neg" and not has_effects(inner):
+            candidates = [inner.invars[0]]
+    elif name in ("convert_element_type", "broadcast_to") and len(ins) == 1:
+        candidates = [ins[0]]
+    for a in candidates:
+        if a.aval is out:  # avals are interned: the same shape, dtype and weak type
+            return a
+    return None
+
+
+def _primitive_named(name: str) -> Primitive | None:
+    """The primitive called `name`, found in the jvp table (every
+    differentiable primitive is there); the IR does not import primitives."""
+    found = _by_name.get(name)
+    if found is None:
+        found = next((p for p in list(jvp_rules) if p.name == name), None)
+        if found is not None:
+            _by_name[name] = found
+    return found
+
+
+_by_name: dict[str, Primitive] = {}
+
+
+# --- cse_jaxpr ------------------------------------------------------------------------
+
+#: Primitives whose two operands may be swapped (exactly, in floating point too).
+_COMMUTATIVE = frozenset({"add", "mul"})
+
+
+class _NoKey(Exception):
+    """A parameter that cannot be compared: its equation is never merged."""
+
+
+def _param_key(value: Any) -> Hashable:
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        return ("jaxpr", id(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_param_key(v) for v in value))
+    if isinstance(value, (float, complex, np.inexact)):
+        return (type(value), repr(value))  # 0.0 and -0.0 are equal but not the same parameter
+    try:
+        hash(value)
+    except TypeError:
+        raise _NoKey from None
+    return (type(value), value)
+
+
+def _atom_key(a: Atom) -> Hashable:
+    if isinstance(a, Var):
+        return a
+    arr = np.asarray(a.val)
+    if arr.dtype == object:
+        return ("literal", id(a))
+    # By bits, not by ==: 0.0 and -0.0 differ, a NaN is itself.
+    return ("literal", a.aval, arr.dtype.str, arr.shape, arr.tobytes())
+
+
+def _eqn_key(eqn: JaxprEqn) -> Hashable | None:
+    try:
+        params = tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items()))
+        ins = [_atom_key(a) for a in eqn.invars]
+        if eqn.primitive.name in _COMMUTATIVE and len(ins) == 2 and hash(ins[1]) < hash(ins[0]):
+            ins.reverse()
+        key = (eqn.primitive, params, tuple(ins))
+        hash(key)
+    except (_NoKey, TypeError):
+        return None
+    return key
+
+
+def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Common-subexpression elimination: an equation with the primitive,
+    parameters and inputs of an earlier one is dropped, and its results are
+    read from the earlier one's. Inputs compare as variables by identity,
+    literals by aval and bits; parameters by equality (a sub-jaxpr by
+    identity; an unhashable parameter keeps its equation). `add` and `mul`
+    match with their operands swapped. Equations with effects are never
+    merged: two identical prints both print, in their order.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> print(cse_jaxpr(fgrad.make_jaxpr(lambda x: fnp.sin(x) * fnp.sin(x))(1.0)))
+    { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = mul b b in (c,) }
+    """
+    seen: dict[Hashable, list[Var]] = {}
+    env: dict[Var, Atom] = {}
+    eqns: list[JaxprEqn] = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        eqn = _renamed(eqn, env)
+        key = None if has_effects(eqn) else _eqn_key(eqn)
+        earlier = seen.get(key) if key is not None else None
+        if earlier is not None:
+            env.update(zip(eqn.outvars, earlier))
+            changed = True
+            continue
+        if key is not None:
+            seen[key] = eqn.outvars
+        eqns.append(eqn)
+    return _rebuilt(closed, eqns, env) if changed else closed
+
+
+# --- the pipeline ---------------------------------------------------------------------
+
+
+def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
+    """What `jit` runs on a staged jaxpr: constant folding, simplification,
+    CSE and DCE, again until a round changes nothing (at most `max_rounds`).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: fnp.sin(x) * fnp.negative(-1.0) + fnp.sin(x) / 1.0
+    >>> print(optimize_jaxpr(fgrad.make_jaxpr(f)(1.0)))
+    { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = add b b in (c,) }
+    """
+    for _ in range(max_rounds):
+        folded = fold_constants(closed)
+        simplified = simplify_jaxpr(folded)
+        merged = cse_jaxpr(simplified)
+        pruned = dce_closed_jaxpr(merged)
+        if (
+            merged is closed
+            and len(pruned.eqns) == len(closed.eqns)
+            and len(pruned.consts) == len(closed.consts)
+        ):
+            return closed
+        closed = pruned
+    return closed

@@ -1,0 +1,496 @@
+"""The optimisation passes jit runs, each alone and then as the pipeline: constant
+folding, algebraic simplification, CSE, and `optimize_jaxpr`. Each test says which
+equations a small jaxpr keeps, that the result type-checks, and that it computes
+what the jaxpr it came from computes."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.core.avals import ShapedArray
+from fgrad.core.trace import Primitive
+from fgrad.ir.check import check_jaxpr
+from fgrad.ir.evaluate import eval_jaxpr
+from fgrad.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from fgrad.ir.passes import cse_jaxpr, fold_constants, optimize_jaxpr, simplify_jaxpr
+from fgrad.primitives.elementwise import add_p, convert_element_type_p, div_p, mul_p, neg_p, sin_p, sub_p
+from fgrad.primitives.shapes import broadcast_to_p
+from tests.strategies import seeds, shapes, values
+
+F64 = ShapedArray((), np.float64)
+F32 = ShapedArray((), np.float32)
+F64_3 = ShapedArray((3,), np.float64)
+
+
+def _names(closed):
+    return [e.primitive.name for e in closed.eqns]
+
+
+def _run(closed, *args):
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def _assert_same_values(before, after, *args):
+    got, want = _run(after, *args), _run(before, *args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
+        assert np.shape(g) == np.shape(w) and np.result_type(g) == np.result_type(w)
+
+
+def _unary(aval, make_eqns, consts=()):
+    """A closed jaxpr of one input `x` of `aval`: `make_eqns(x, *constvars)` gives
+    its equations, the last one's result is the output."""
+    x = Var(aval)
+    constvars = [Var(ShapedArray(np.shape(c), np.result_type(c))) for c in consts]
+    eqns = make_eqns(x, *constvars)
+    return ClosedJaxpr(Jaxpr(constvars, [x], [eqns[-1].outvars[0]], eqns), list(consts))
+
+
+def _eqn(prim, invars, aval, **params):
+    return JaxprEqn(prim, list(invars), [Var(aval)], params)
+
+
+def _unchanged(closed):
+    """A fingerprint of a closed jaxpr, to check that a pass left its input alone."""
+    return str(closed), [e for e in closed.eqns], [list(e.invars) for e in closed.eqns], list(closed.consts)
+
+
+# --- fold_constants -------------------------------------------------------------------
+
+
+def test_fold_turns_a_chain_of_scalar_literals_into_one_literal():
+    closed = fgrad.make_jaxpr(lambda x: x * fnp.exp(fnp.negative(2.0)))(1.0)
+    assert _names(closed) == ["neg", "exp", "mul"]
+    before = _unchanged(closed)
+    folded = fold_constants(closed)
+    check_jaxpr(folded)
+    assert _names(folded) == ["mul"]
+    lit = folded.eqns[0].invars[1]
+    assert isinstance(lit, Literal) and lit.val == np.exp(-2.0) and lit.aval is F64
+    assert folded.consts == []
+    assert _unchanged(closed) == before  # the input is not changed
+    _assert_same_values(closed, folded, 3.0)
+
+
+def test_fold_keeps_array_results_as_constants():
+    k = np.arange(3.0)
+    closed = fgrad.make_jaxpr(lambda x: x + fnp.sin(k) * 2.0)(np.ones(3))
+    assert _names(closed) == ["sin", "mul", "add"]
+    folded = fold_constants(closed)
+    check_jaxpr(folded)
+    assert _names(folded) == ["add"]
+    (const,) = [c for v, c in zip(folded.jaxpr.constvars, folded.consts) if v in folded.eqns[0].invars]
+    assert isinstance(const, np.ndarray)
+    np.testing.assert_array_equal(const, np.sin(k) * 2.0)
+    _assert_same_values(closed, folded, np.array([1.0, -2.0, 0.5]))
+
+
+def test_fold_an_output_that_is_all_known_becomes_a_literal_output():
+    closed = fgrad.make_jaxpr(lambda x: (x, fnp.cos(0.0) + 1.0))(1.0)
+    folded = fold_constants(closed)
+    check_jaxpr(folded)
+    assert _names(folded) == []
+    assert isinstance(folded.jaxpr.outvars[1], Literal) and folded.jaxpr.outvars[1].val == 2.0
+    _assert_same_values(closed, folded, 4.0)
+
+
+def test_fold_with_nothing_known_returns_the_jaxpr_itself():
+    closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * x)(1.0)
+    assert fold_constants(closed) is closed
+
+
+def test_fold_leaves_effects_alone(capsys):
+    def f(x):
+        fgrad.debug.print("{}", 2.0)
+        return x + fnp.sin(1.0)
+
+    closed = fgrad.make_jaxpr(f)(1.0)
+    folded = fold_constants(closed)
+    check_jaxpr(folded)
+    assert _names(folded) == ["debug_print", "add"]
+    assert capsys.readouterr().out == ""  # folding printed nothing
+    _run(folded, 1.0)
+    assert capsys.readouterr().out == "2.0\n"
+
+
+def test_fold_leaves_higher_order_equations_alone():
+    k = np.array([0.5, 1.5])
+    closed = fgrad.make_jaxpr(lambda x: x + fgrad.checkpoint(fnp.sin)(k))(np.ones(2))
+    folded = fold_constants(closed)
+    assert _names(folded) == ["checkpoint", "add"]
+
+
+def test_fold_leaves_an_equation_whose_impl_raises_to_raise_when_run():
+    def boom(x):
+        raise ZeroDivisionError("at run time")
+
+    boom_p = Primitive("boom", boom, lambda x: x)
+    closed = _unary(F64, lambda x: [_eqn(boom_p, [Literal(1.0, F64)], F64)])
+    assert fold_constants(closed) is closed
+    with pytest.raises(ZeroDivisionError, match="at run time"):
+        _run(closed, 1.0)
+
+
+def test_fold_does_not_blow_a_scalar_up_into_a_large_constant():
+    big = ShapedArray((100, 100), np.float64)
+    closed = _unary(big, lambda x: [
+        b := _eqn(broadcast_to_p, [Literal(2.0)], big, shape=(100, 100)),
+        _eqn(mul_p, [x, b.outvars[0]], big),
+    ])
+    assert fold_constants(closed) is closed
+    small = ShapedArray((10, 10), np.float64)
+    closed = _unary(small, lambda x: [
+        b := _eqn(broadcast_to_p, [Literal(2.0)], small, shape=(10, 10)),
+        _eqn(mul_p, [x, b.outvars[0]], small),
+    ])
+    assert _names(fold_constants(closed)) == ["mul"]
+
+
+@given(shapes, seeds)
+def test_fold_computes_what_the_jaxpr_did(shape, seed):
+    k = values(shape, "real", seed)
+    closed = fgrad.make_jaxpr(lambda x: x * (fnp.cos(k) + 1.0) - fnp.sum(fnp.exp(k)))(np.ones(shape))
+    folded = fold_constants(closed)
+    check_jaxpr(folded)
+    assert _names(folded) == ["mul", "sub"]
+    _assert_same_values(closed, folded, values(shape, "real", seed + 1))
+
+
+# --- simplify_jaxpr -------------------------------------------------------------------
+
+ONE, ZERO = Literal(1.0), Literal(0.0)
+IDENTITIES = {
+    "mul x 1": lambda x: [_eqn(mul_p, [x, ONE], x.aval)],
+    "mul 1 x": lambda x: [_eqn(mul_p, [ONE, x], x.aval)],
+    "div x 1": lambda x: [_eqn(div_p, [x, ONE], x.aval)],
+    "add x 0": lambda x: [_eqn(add_p, [x, ZERO], x.aval)],
+    "add 0 x": lambda x: [_eqn(add_p, [ZERO, x], x.aval)],
+    "sub x 0": lambda x: [_eqn(sub_p, [x, ZERO], x.aval)],
+    "neg (neg x)": lambda x: [n := _eqn(neg_p, [x], x.aval), _eqn(neg_p, [n.outvars[0]], x.aval)],
+    "convert_element_type to its dtype": lambda x: [
+        _eqn(convert_element_type_p, [x], x.aval, new_dtype=x.aval.dtype)],
+    "broadcast_to its shape": lambda x: [_eqn(broadcast_to_p, [x], x.aval, shape=x.aval.shape)],
+    "mul x (broadcast_to 1)": lambda x: [
+        b := _eqn(broadcast_to_p, [ONE], x.aval, shape=x.aval.shape), _eqn(mul_p, [x, b.outvars[0]], x.aval)],
+}
+
+
+@pytest.mark.parametrize("make", IDENTITIES.values(), ids=IDENTITIES.keys())
+@given(shape=shapes, seed=seeds)
+def test_simplify_forwards_the_operand_of_an_identity(make, shape, seed):
+    closed = _unary(ShapedArray(shape, np.float64), make)
+    before = _unchanged(closed)
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert simple.jaxpr.outvars == closed.jaxpr.invars  # the output is x itself
+    assert _unchanged(closed) == before
+    _assert_same_values(closed, simple, values(shape, "real", seed))
+
+
+def test_simplify_treats_a_constant_of_ones_or_zeros_as_the_number():
+    closed = _unary(F64_3, lambda x, ones, zeros: [
+        m := _eqn(mul_p, [ones, x], F64_3), _eqn(add_p, [m.outvars[0], zeros], F64_3),
+    ], consts=[np.ones(3), np.zeros(3)])
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert _names(simple) == [] and simple.jaxpr.outvars == closed.jaxpr.invars
+
+
+@pytest.mark.parametrize("minus_one_first", [False, True])
+@given(shape=shapes, seed=seeds)
+def test_simplify_turns_mul_by_minus_one_into_neg(minus_one_first, shape, seed):
+    aval = ShapedArray(shape, np.float64)
+    m1 = Literal(-1.0)
+    closed = _unary(aval, lambda x: [_eqn(mul_p, [m1, x] if minus_one_first else [x, m1], aval)])
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert _names(simple) == ["neg"] and simple.eqns[0].invars == closed.jaxpr.invars
+    assert simple.jaxpr.outvars == closed.jaxpr.outvars
+    _assert_same_values(closed, simple, values(shape, "real", seed))
+
+
+def test_simplify_leaves_mul_by_minus_one_of_unsigned_integers():
+    u8 = ShapedArray((3,), np.uint8)
+    closed = _unary(u8, lambda x: [_eqn(mul_p, [x, Literal(-1)], u8)])
+    assert simplify_jaxpr(closed) is closed
+
+
+NOT_IDENTITIES = {
+    # f32 times a f64 one is a f64: the result is not x.
+    "mul x:f32[] 1.0:f64[]": (F32, lambda x: [_eqn(mul_p, [x, Literal(np.float64(1.0))], F64)], ()),
+    # Adding a (2, 3) array of zeros broadcasts x.
+    "add x:f64[3] 0.0:f64[2,3]": (F64_3, lambda x, z: [_eqn(add_p, [x, z], ShapedArray((2, 3), np.float64))],
+                                  (np.zeros((2, 3)),)),
+    "broadcast_to another shape": (F64_3, lambda x: [
+        _eqn(broadcast_to_p, [x], ShapedArray((2, 3), np.float64), shape=(2, 3))], ()),
+    "convert_element_type to another dtype": (F64_3, lambda x: [
+        _eqn(convert_element_type_p, [x], ShapedArray((3,), np.float32), new_dtype=np.dtype(np.float32))], ()),
+    "mul x 2": (F64_3, lambda x: [_eqn(mul_p, [x, Literal(2.0)], F64_3)], ()),
+    "add x 1": (F64_3, lambda x: [_eqn(add_p, [x, ONE], F64_3)], ()),
+    "sub 0 x": (F64_3, lambda x: [_eqn(sub_p, [ZERO, x], F64_3)], ()),
+    "div 1 x": (F64_3, lambda x: [_eqn(div_p, [ONE, x], F64_3)], ()),
+    "mul x (a constant not all ones)": (F64_3, lambda x, c: [_eqn(mul_p, [x, c], F64_3)], (np.array([1.0, 1.0, 2.0]),)),
+    "neg x": (F64_3, lambda x: [_eqn(neg_p, [x], F64_3)], ()),
+}
+
+
+@pytest.mark.parametrize("case", NOT_IDENTITIES.values(), ids=NOT_IDENTITIES.keys())
+def test_simplify_leaves_what_is_not_an_identity(case):
+    aval, make, consts = case
+    closed = _unary(aval, make, consts)
+    check_jaxpr(closed)
+    assert simplify_jaxpr(closed) is closed
+
+
+def test_simplify_leaves_a_weak_literal_where_the_result_is_strong():
+    # mul 2.0 1.0 is a f64[], 2.0 a weakly typed one: forwarding it would let a
+    # later f32 operand decide the dtype of what follows.
+    closed = _unary(F32, lambda x: [
+        m := _eqn(mul_p, [Literal(2.0), ONE], F64), _eqn(add_p, [m.outvars[0], x], F64),
+    ])
+    check_jaxpr(closed)
+    assert simplify_jaxpr(closed) is closed
+
+
+def test_simplify_renames_every_use_and_the_outputs():
+    x = Var(F64)
+    y, z = Var(F64), Var(F64)
+    eqns = [JaxprEqn(mul_p, [x, ONE], [y], {}), JaxprEqn(sin_p, [y], [z], {})]
+    closed = ClosedJaxpr(Jaxpr([], [x], [y, z, y], eqns), [])
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert _names(simple) == ["sin"] and simple.eqns[0].invars == [x]
+    assert simple.jaxpr.outvars[0] is x and simple.jaxpr.outvars[2] is x
+    _assert_same_values(closed, simple, 0.7)
+
+
+def test_simplify_cascades_through_a_chain_in_one_pass():
+    closed = fgrad.make_jaxpr(lambda x: fnp.negative(fnp.negative(x * 1.0 + 0.0)) - 0.0)(np.ones(3))
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert simple.jaxpr.outvars == closed.jaxpr.invars
+    assert set(_names(simple)) <= {"neg"}  # the inner neg is dead; DCE drops it
+    _assert_same_values(closed, simple, np.array([1.0, -2.0, 3.0]))
+
+
+def test_simplify_with_nothing_to_do_returns_the_jaxpr_itself():
+    closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(1.0)
+    assert simplify_jaxpr(closed) is closed
+
+
+# --- cse_jaxpr ------------------------------------------------------------------------
+
+
+def test_cse_computes_a_repeated_expression_once():
+    closed = fgrad.make_jaxpr(lambda x: (fnp.sin(x) + 1.0) * (fnp.sin(x) + 1.0))(np.ones(3))
+    assert _names(closed) == ["sin", "add", "sin", "add", "mul"]
+    before = _unchanged(closed)
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert _names(merged) == ["sin", "add", "mul"]
+    a = merged.eqns[1].outvars[0]
+    assert merged.eqns[2].invars == [a, a]
+    assert _unchanged(closed) == before
+    _assert_same_values(closed, merged, np.array([0.1, 2.0, -3.0]))
+
+
+def test_cse_renames_outputs_to_the_first_computation():
+    closed = fgrad.make_jaxpr(lambda x: (fnp.exp(x), fnp.exp(x)))(1.0)
+    merged = cse_jaxpr(closed)
+    assert _names(merged) == ["exp"]
+    assert merged.jaxpr.outvars[0] is merged.jaxpr.outvars[1] is merged.eqns[0].outvars[0]
+
+
+def test_cse_matches_add_and_mul_with_their_operands_swapped():
+    closed = fgrad.make_jaxpr(lambda x, y: (x * y, y * x, x - y, y - x, x + y, y + x))(1.0, 2.0)
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert sorted(_names(merged)) == ["add", "mul", "sub", "sub"]
+    _assert_same_values(closed, merged, 3.0, -5.0)
+
+
+LITERAL_PAIRS = {
+    "the same weak float": (Literal(1.0), Literal(1.0), True),
+    "the same f64": (Literal(np.float64(2.0)), Literal(np.float64(2.0)), True),
+    "another value": (Literal(1.0), Literal(2.0), False),
+    "0.0 and -0.0": (Literal(0.0), Literal(-0.0), False),
+    "a weak and a strong 1.0": (Literal(1.0), Literal(np.float64(1.0)), False),
+    "a float and an int 1": (Literal(1.0), Literal(1), False),
+}
+
+
+@pytest.mark.parametrize("case", LITERAL_PAIRS.values(), ids=LITERAL_PAIRS.keys())
+def test_cse_compares_literals_by_value_and_aval(case):
+    first, second, same = case
+    x = Var(F64_3)
+    eqns = [_eqn(sub_p, [x, first], F64_3), _eqn(sub_p, [x, second], F64_3)]
+    closed = ClosedJaxpr(Jaxpr([], [x], [e.outvars[0] for e in eqns], eqns), [])
+    check_jaxpr(closed)
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert len(merged.eqns) == (1 if same else 2)
+    _assert_same_values(closed, merged, np.array([-0.0, 1.5, 2.0]))
+
+
+def test_cse_compares_parameters():
+    closed = fgrad.make_jaxpr(lambda x: (fnp.sum(x, axis=0), fnp.sum(x, axis=1), fnp.sum(x, axis=0)))(
+        np.ones((3, 3)))
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert [e.params["axes"] for e in merged.eqns] == [(0,), (1,)]
+    _assert_same_values(closed, merged, np.arange(9.0).reshape(3, 3))
+
+
+def test_cse_compares_sub_jaxprs_by_identity():
+    closed = fgrad.make_jaxpr(lambda x: fgrad.checkpoint(fnp.sin)(x))(1.0)
+    (eqn,) = closed.eqns
+    body = eqn.params["jaxpr"]
+    twin = ClosedJaxpr(body.jaxpr, body.consts)  # equal, but another object
+    x = closed.jaxpr.invars[0]
+    eqns = [JaxprEqn(eqn.primitive, [x], [Var(F64)], dict(eqn.params)) for _ in range(2)]
+    eqns.append(JaxprEqn(eqn.primitive, [x], [Var(F64)], {**eqn.params, "jaxpr": twin}))
+    three = ClosedJaxpr(Jaxpr([], [x], [e.outvars[0] for e in eqns], eqns), [])
+    check_jaxpr(three)
+    merged = cse_jaxpr(three)
+    check_jaxpr(merged)
+    assert len(merged.eqns) == 2
+    assert merged.eqns[1].params["jaxpr"] is twin
+    _assert_same_values(three, merged, 0.3)
+
+
+def test_cse_keeps_equations_with_unhashable_parameters():
+    scale_p = Primitive("scale", lambda x, *, by: x * by, lambda x, *, by: x)
+    x = Var(F64_3)
+    eqns = [_eqn(scale_p, [x], F64_3, by=np.array([1.0, 2.0, 3.0])) for _ in range(2)]
+    closed = ClosedJaxpr(Jaxpr([], [x], [e.outvars[0] for e in eqns], eqns), [])
+    assert cse_jaxpr(closed) is closed
+
+
+def test_cse_never_merges_effects_and_keeps_their_order(capsys):
+    def f(x):
+        fgrad.debug.print("x = {}", x)
+        y = fnp.sin(x)
+        fgrad.debug.print("x = {}", x)
+        return y + fnp.sin(x)
+
+    closed = fgrad.make_jaxpr(f)(1.0)
+    assert _names(closed) == ["debug_print", "sin", "debug_print", "sin", "add"]
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert _names(merged) == ["debug_print", "sin", "debug_print", "add"]
+    assert merged.eqns[0] is closed.eqns[0] and merged.eqns[2] is closed.eqns[2]
+    (out,) = _run(merged, 0.5)
+    assert out == pytest.approx(2 * np.sin(0.5))
+    assert capsys.readouterr().out == "x = 0.5\nx = 0.5\n"
+
+
+def test_cse_with_nothing_repeated_returns_the_jaxpr_itself():
+    closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * fnp.cos(x))(1.0)
+    assert cse_jaxpr(closed) is closed
+
+
+@given(st.tuples(shapes, st.booleans()), seeds)
+def test_cse_computes_what_the_jaxpr_did(case, seed):
+    shape, swap = case
+
+    def f(x, y):
+        a = fnp.tanh(x) * y
+        b = y * fnp.tanh(x) if swap else fnp.tanh(x) * y
+        return a + b, fnp.sum(a - b)
+
+    x, y = values(shape, "real", seed), values(shape, "real", seed + 1)
+    closed = fgrad.make_jaxpr(f)(x, y)
+    merged = cse_jaxpr(closed)
+    check_jaxpr(merged)
+    assert _names(merged).count("tanh") == 1 and _names(merged).count("mul") == 1
+    _assert_same_values(closed, merged, x, y)
+
+
+# --- optimize_jaxpr -------------------------------------------------------------------
+
+
+def _seed_f(x1, x2):
+    return fnp.log(x1) + x1 * x2 - fnp.exp(x2)
+
+
+def _is_literal(a, value):
+    return isinstance(a, Literal) and a.val == value
+
+
+def test_optimize_cleans_up_the_gradient_of_the_seed_example():
+    closed = fgrad.make_jaxpr(fgrad.grad(_seed_f, argnums=(0, 1)))(2.0, 5.0)
+    # What reverse mode stages today: a cotangent of 1.0 multiplied in, and a
+    # negated literal.
+    assert any(e.primitive.name == "mul" and any(_is_literal(a, 1.0) for a in e.invars) for e in closed.eqns)
+    assert any(e.primitive.name == "neg" and isinstance(e.invars[0], Literal) for e in closed.eqns)
+    before = _unchanged(closed)
+    opt = optimize_jaxpr(closed)
+    check_jaxpr(opt)
+    assert _unchanged(closed) == before
+    for e in opt.eqns:
+        assert not (e.primitive.name == "mul" and any(_is_literal(a, 1.0) for a in e.invars)), e
+        assert not (e.primitive.name == "neg" and isinstance(e.invars[0], Literal)), e
+    # The dead primal and the bookkeeping are gone: 1/x1, exp(x2), its negation, two adds.
+    assert sorted(_names(opt)) == ["add", "add", "div", "exp", "neg"]
+    dx1, dx2 = _run(opt, 2.0, 5.0)
+    assert dx1 == 5.5
+    assert dx2 == pytest.approx(-146.4131591025766, rel=1e-15)
+    assert (dx1, dx2) == tuple(fgrad.grad(_seed_f, argnums=(0, 1))(2.0, 5.0))
+
+
+def test_optimize_reaches_a_fixpoint():
+    closed = fgrad.make_jaxpr(fgrad.grad(_seed_f, argnums=(0, 1)))(2.0, 5.0)
+    opt = optimize_jaxpr(closed)
+    assert optimize_jaxpr(opt) is opt
+
+
+def test_optimize_needs_the_passes_together():
+    # Folding makes the -1, simplification turns the mul into neg and drops the
+    # neg of neg, CSE merges the two sins, DCE drops what is left over.
+    def f(x):
+        minus_one = fnp.negative(fnp.exp(0.0))
+        return fnp.sin(x) * minus_one * minus_one + fnp.sin(x)
+
+    closed = fgrad.make_jaxpr(f)(np.ones(3))
+    opt = optimize_jaxpr(closed)
+    check_jaxpr(opt)
+    assert _names(opt) == ["sin", "add"]
+    s = opt.eqns[0].outvars[0]
+    assert opt.eqns[1].invars == [s, s]
+    _assert_same_values(closed, opt, np.array([0.5, -1.0, 2.0]))
+
+
+def test_optimize_keeps_every_effect_in_order(capsys):
+    def f(x):
+        unused = fnp.cos(x) * 1.0  # noqa: F841
+        fgrad.debug.print("a {}", x * 1.0)
+        fgrad.debug.print("a {}", x * 1.0)
+        fgrad.debug.print("b {}", fnp.sin(x) + 0.0)
+        return x
+
+    closed = fgrad.make_jaxpr(f)(1.0)
+    opt = optimize_jaxpr(closed)
+    check_jaxpr(opt)
+    assert _names(opt) == ["debug_print", "debug_print", "sin", "debug_print"]
+    assert _run(opt, 2.0) == [2.0]
+    assert capsys.readouterr().out == f"a 2.0\na 2.0\nb {np.sin(2.0)}\n"
+
+
+@given(shapes, seeds)
+def test_optimize_of_gradients_computes_what_they_did(shape, seed):
+    k = values(shape, "positive", seed + 2)
+
+    def f(x, y):
+        return fnp.sum(fnp.tanh(x) * y + fnp.log(k) * x - fnp.exp(y) * 1.0)
+
+    x, y = values(shape, "real", seed), values(shape, "real", seed + 1)
+    closed = fgrad.make_jaxpr(fgrad.grad(f, argnums=(0, 1)))(x, y)
+    opt = optimize_jaxpr(closed)
+    check_jaxpr(opt)
+    assert len(opt.eqns) < len(closed.eqns)
+    _assert_same_values(closed, opt, x, y)
+    assert optimize_jaxpr(opt) is opt
