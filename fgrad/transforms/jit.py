@@ -1,6 +1,7 @@
 """The `jit` primitive: a call of a staged, closure-converted jaxpr.
 
-`jit_p` takes its jaxpr's inputs as operands and evaluates the jaxpr. Its
+`jit_p` takes its jaxpr's inputs as operands and runs the jaxpr as generated
+Python code (`ir/codegen.py`; under debug_nans, equation by equation). Its
 forward, transpose and batch rules are those of every call-like primitive
 (`call.py`): `jit` of the transformed jaxpr, so `grad(jit(f))`, `vmap(jit(f))`
 and `jit(jit(f))` stay jit equations. Reverse mode splits the jvp jaxpr by
@@ -17,8 +18,9 @@ from typing import Any
 
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
-from ..core.trace import Primitive
+from ..core.trace import EVAL_TRACE, Primitive, ctx
 from ..ir.check import check_operands
+from ..ir.codegen import compile_jaxpr
 from ..ir.evaluate import eval_closed_now
 from ..ir.jaxpr import ClosedJaxpr
 from .call import call_batch, call_jvp, call_transpose, unpack_tangents
@@ -30,7 +32,12 @@ __all__ = ["jit_p"]
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list[Any]:
-    return eval_closed_now(jaxpr, args)
+    root = ctx.trace
+    while root.parent is not None:
+        root = root.parent
+    if root is not EVAL_TRACE:  # evaluation that checks each primitive (debug_nans): the jaxpr, as it is
+        return eval_closed_now(jaxpr, args)
+    return compile_jaxpr(jaxpr)(*args)
 
 
 def _jit_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list[ShapedArray]:

@@ -187,3 +187,24 @@ def test_the_cache_is_bounded():
     jg(np.ones(CACHE_SIZE))  # the newest is kept
     jg(np.ones(0))  # the oldest was dropped
     assert len(calls) == CACHE_SIZE + 2
+
+
+# --- every primitive: its vmap cases (tests/transforms/test_batching.py names one for
+# each primitive in the registry) give the same values and dtypes under jit -------------
+
+
+def _cases():
+    from tests.transforms.test_batching import CASES
+
+    return CASES
+
+
+@pytest.mark.parametrize("name", sorted(_cases()))
+def test_every_primitive_under_jit_equals_eager(name):
+    fun, shapes, domain = _cases()[name]
+    args = [values(s, domain, 3) for s in shapes]
+    want = fun(*args)
+    got = fgrad.jit(fun)(*args)
+    for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
