@@ -4,9 +4,9 @@ A jitted function stages its Python function into a jaxpr on abstract values
 the first time it sees a tree structure, shapes and dtypes (Python scalars
 weakly typed, as in JAX) and static values, caches it (bounded, least recently
 used first out, locked), and from then on binds the `jit` primitive on that
-jaxpr: every transform sees one equation (transforms/jit.py). The jaxpr is
-evaluated as it is for now; turning it into generated NumPy code is the next
-step of jit.
+jaxpr: every transform sees one equation (transforms/jit.py). The traced
+jaxpr is optimised (folding, simplification, CSE, DCE) and runs as generated
+Python code.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.trace import EVAL_TRACE, Tracer, tracing
+from ..ir.codegen import compile_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
+from ..ir.passes import optimize_jaxpr
 from ..ir.staging import StagingTrace, closure_convert
 from ..transforms.jit import jit_p
 from .arguments import flatten_fun, fun_name, leaf_names, to_input, to_output
@@ -51,11 +53,15 @@ class _Entry:
 
 
 class Lowered:
-    """A jitted function traced for some arguments: `.jaxpr` is what each call evaluates."""
+    """A jitted function traced for some arguments: `.jaxpr` is the optimised
+    jaxpr each call runs, `.as_text()` the Python source it runs as."""
 
     def __init__(self, jaxpr: ClosedJaxpr, out_tree: PyTreeDef) -> None:
         self.jaxpr = jaxpr
         self.out_tree = out_tree
+
+    def as_text(self) -> str:
+        return compile_jaxpr(self.jaxpr).source
 
     def __repr__(self) -> str:
         return f"Lowered({self.jaxpr})"
@@ -155,7 +161,14 @@ class Jitted:
                              advice=_ABSTRACT_ADVICE)
         with tracing(trace):
             outs = flat_fun(*[trace.new_arg(a) for a in avals])
-        jaxpr, consts = closure_convert(trace.to_jaxpr(outs))
+        closed = trace.to_jaxpr(outs)
+        if any(isinstance(c, Tracer) for c in closed.consts):
+            # What it closed over of a caller's transform becomes inputs first,
+            # so that folding never computes with them.
+            jaxpr, consts = closure_convert(closed)
+            jaxpr = optimize_jaxpr(jaxpr)
+        else:
+            jaxpr, consts = closure_convert(optimize_jaxpr(closed))
         assert store.tree is not None
         return _Entry(jaxpr, consts, store.tree)
 

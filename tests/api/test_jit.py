@@ -208,3 +208,14 @@ def test_every_primitive_under_jit_equals_eager(name):
     for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
         assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
+    # NumPy scalars: strongly typed, so `mul 1.0 a` is `a` (with a weak Python float
+    # it is not: the product is strongly typed, and promotes differently later on)
+    lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(np.float64(2.0), np.float64(5.0))
+    text = str(lowered.jaxpr)
+    assert "mul 1.0" not in text and "neg 1.0" not in text
+    assert len(lowered.jaxpr.eqns) < len(fgrad.make_jaxpr(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0).eqns)
+    assert lowered.as_text().startswith("def jitted(v0, v1):")
+    assert fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0) == (5.5, pytest.approx(-146.4131591025766, rel=1e-14))
