@@ -25,6 +25,7 @@ from .api import (
     vjp,
     vmap,
 )
+from .config import config
 from .core.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -42,7 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
     "jit", "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "custom_jvp", "custom_vjp", "checkpoint",
-    "remat", "debug", "debug_nans",
+    "remat", "debug", "debug_nans", "config",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import config
 from ..core.avals import ShapedArray, get_aval
 from ..core.trace import EVAL_TRACE, Tracer, tracing
 from ..ir.codegen import compile_jaxpr
@@ -33,6 +35,7 @@ from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tre
 __all__ = ["jit"]
 
 CACHE_SIZE = 64  # traced versions kept per jitted function
+_log = logging.getLogger("fgrad.jit")
 
 _ABSTRACT_ADVICE = (
     "mark the argument static with jit's static_argnums (or static_argnames), so that its "
@@ -133,6 +136,10 @@ class Jitted:
             if entry is not None:
                 self._cache.move_to_end(key)
                 return entry, entry.consts, operands
+            last = next(reversed(self._cache), None)
+        if last is not None and config.explain_cache_misses:
+            names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
+            _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
         entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals)
         if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
             with self._lock:
@@ -171,6 +178,25 @@ class Jitted:
             jaxpr, consts = closure_convert(optimize_jaxpr(closed))
         assert store.tree is not None
         return _Entry(jaxpr, consts, store.tree)
+
+
+def _difference(old: Any, new: Any, names: list[str]) -> str:
+    """What differs between two cache keys (tree, avals, static values, static
+    keywords), in words, for explain_cache_misses."""
+    (old_tree, old_avals, old_static, old_kw), (tree, avals, static, kw) = old, new
+    if old_tree != tree:
+        return f"the structure of its arguments changed from {old_tree} to {tree}"
+    for name, a, b in zip(names, old_avals, avals):
+        if a is not b:
+            if a.shape == b.shape and a.dtype == b.dtype:  # only the weak type differs
+                kinds = ("a NumPy value", "a Python scalar (weakly typed)")
+                was, now = kinds[a.weak_type], kinds[b.weak_type]
+                return f"argument `{name}` ({a.str_short()}) changed from {was} to {now}"
+            return f"argument `{name}` changed from {a.str_short()} to {b.str_short()}"
+    for (i, a), (_, b) in zip(old_static, static):
+        if a != b:
+            return f"static argument {i} changed from {a!r} to {b!r}"
+    return f"static keyword arguments changed from {dict(old_kw)!r} to {dict(kw)!r}"
 
 
 def _hashable(value: Any, what: str, name: str) -> Any:

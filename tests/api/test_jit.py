@@ -219,3 +219,30 @@ def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
     assert len(lowered.jaxpr.eqns) < len(fgrad.make_jaxpr(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0).eqns)
     assert lowered.as_text().startswith("def jitted(v0, v1):")
     assert fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0) == (5.5, pytest.approx(-146.4131591025766, rel=1e-14))
+
+
+def test_explain_cache_misses_says_what_changed(caplog):
+    g = fgrad.jit(lambda x, n: x * n, static_argnums=1)
+    fgrad.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING", logger="fgrad.jit"):
+            g(np.ones(3), 2)
+            g(np.ones(3), 2)  # a hit: nothing said
+            g(np.ones(4), 2)
+            g(np.ones(4), 3)
+            g(np.float64(2.0), 3)
+            g(2.0, 3)
+            g((1.0,), 3)
+    finally:
+        fgrad.config.update("explain_cache_misses", False)
+    assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
+        "argument `x` changed from f64[3] to f64[4]",
+        "static argument 1 changed from 2 to 3",
+        "argument `x` changed from f64[4] to f64[]",
+        "argument `x` (f64[]) changed from a NumPy value to a Python scalar (weakly typed)",
+        "the structure of its arguments changed from PyTreeDef(((*,), {})) to PyTreeDef((((*,),), {}))",
+    ]
+    with pytest.raises(ValueError, match="no option 'explain'; the options are: explain_cache_misses"):
+        fgrad.config.update("explain", True)
+    with pytest.raises(TypeError, match="takes True or False"):
+        fgrad.config.update("explain_cache_misses", 1)
