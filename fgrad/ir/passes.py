@@ -411,15 +411,74 @@ def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
 # --- the pipeline ---------------------------------------------------------------------
 
 
+# --- inline_calls ---------------------------------------------------------------------
+
+#: Call primitives whose equations are only a call: `jit` of `jit` is the inner
+#: jaxpr's equations (checkpoint is not: its equation is what tells reverse mode
+#: to recompute).
+INLINED_CALLS = frozenset({"jit"})
+
+
+def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Replace each call equation (`INLINED_CALLS`, matched by name: the IR does
+    not import primitives) by the equations of its jaxpr, its variables renamed
+    to fresh ones, its constants made constants of `closed`. Returns `closed`
+    itself when there is none.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> inner = fgrad.jit(lambda x: fnp.sin(x) * 2.0)
+    >>> print(inline_calls(fgrad.make_jaxpr(lambda x: inner(x) + 1.0)(1.0)))
+    { lambda ; a:f64[]. let
+        b:f64[] = sin a
+        c:f64[] = mul b 2.0
+        d:f64[] = add c 1.0
+      in (d,) }
+    """
+    if not any(e.primitive.name in INLINED_CALLS for e in closed.eqns):
+        return closed
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    eqns: list[JaxprEqn] = []
+    env: dict[Var, Atom] = {}
+
+    def splice(eqn: JaxprEqn, rename: dict[Var, Atom], fresh: bool) -> None:
+        """`eqn` of some level, its variables renamed by `rename` into the
+        result's, or its call's equations. Below the top level every variable
+        is new (one jaxpr may be inlined twice)."""
+        invars = [rename.get(a, a) if type(a) is Var else a for a in eqn.invars]
+        sub = eqn.params.get("jaxpr")
+        if eqn.primitive.name not in INLINED_CALLS or not isinstance(sub, ClosedJaxpr):
+            outvars = eqn.outvars
+            if fresh:
+                outvars = [Var(v.aval) for v in eqn.outvars]
+                rename.update(zip(eqn.outvars, outvars))
+            eqns.append(JaxprEqn(eqn.primitive, invars, outvars, eqn.params, eqn.source))
+            return
+        inner: dict[Var, Atom] = dict(zip(sub.jaxpr.invars, invars))
+        for v, c in zip(sub.jaxpr.constvars, sub.consts):
+            inner[v] = new = Var(v.aval)
+            constvars.append(new)
+            consts.append(c)
+        for e in sub.jaxpr.eqns:
+            splice(e, inner, True)
+        for v, a in zip(eqn.outvars, sub.jaxpr.outvars):
+            rename[v] = inner.get(a, a) if type(a) is Var else a
+
+    for eqn in closed.eqns:
+        splice(eqn, env, False)
+    return _rebuilt(closed, eqns, env, constvars, consts)
+
+
 def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
-    """What `jit` runs on a staged jaxpr: constant folding, simplification,
-    CSE and DCE, again until a round changes nothing (at most `max_rounds`).
+    """What `jit` runs on a staged jaxpr: nested calls inlined, then constant
+    folding, simplification, CSE and DCE, again until a round changes nothing
+    (at most `max_rounds`).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sin(x) * fnp.negative(-1.0) + fnp.sin(x) / 1.0
     >>> print(optimize_jaxpr(fgrad.make_jaxpr(f)(1.0)))
     { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = add b b in (c,) }
     """
+    closed = inline_calls(closed)
     for _ in range(max_rounds):
         folded = fold_constants(closed)
         simplified = simplify_jaxpr(folded)

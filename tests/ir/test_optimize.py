@@ -494,3 +494,34 @@ def test_optimize_of_gradients_computes_what_they_did(shape, seed):
     assert len(opt.eqns) < len(closed.eqns)
     _assert_same_values(closed, opt, x, y)
     assert optimize_jaxpr(opt) is opt
+
+
+# --- inline_calls ----------------------------------------------------------------------
+
+
+def test_inline_calls_splices_nested_jits_with_fresh_variables():
+    from fgrad.ir.passes import inline_calls
+
+    inner = fgrad.jit(lambda x, y: (fnp.sin(x) * y, x))
+    # the same inner jaxpr twice, and a jit inside a jit
+    f = lambda z: fgrad.jit(lambda z: inner(z, z)[0] + inner(z, 2.0)[0])(z) * 3.0
+    closed = fgrad.make_jaxpr(f)(1.0)
+    assert "jit" in [e.primitive.name for e in closed.eqns]
+    inlined = inline_calls(closed)
+    check_jaxpr(inlined)
+    assert "jit" not in [e.primitive.name for e in inlined.eqns]
+    for z in (0.3, -1.7):
+        np.testing.assert_allclose(eval_jaxpr(inlined.jaxpr, inlined.consts, z)[0],
+                                   (np.sin(z) * z + np.sin(z) * 2.0) * 3.0, rtol=1e-15)
+    assert inline_calls(inlined) is inlined  # nothing left to inline
+
+
+def test_inline_calls_keeps_checkpoint_and_brings_constants_along():
+    from fgrad.ir.passes import inline_calls
+
+    c = np.arange(3.0)
+    closed = fgrad.make_jaxpr(lambda x: fgrad.checkpoint(fnp.sin)(fgrad.jit(lambda x: x * c)(x)))(np.ones(3))
+    inlined = inline_calls(closed)
+    check_jaxpr(inlined)
+    assert [e.primitive.name for e in inlined.eqns] == ["mul", "checkpoint"]
+    np.testing.assert_allclose(eval_jaxpr(inlined.jaxpr, inlined.consts, np.ones(3))[0], np.sin(c))
