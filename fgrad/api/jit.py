@@ -95,6 +95,10 @@ class Jitted:
         outs = jit_p.bind(*consts, *operands, jaxpr=entry.jaxpr, name=self.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # As a method: `self` is the first argument (mark it static, or make it a pytree).
+        return self if obj is None else functools.partial(self, obj)
+
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The traced version these arguments select (tracing it if needed).
 
@@ -254,6 +258,7 @@ def jit(
     Inside, values are abstract: a Python `if` on one raises; mark such an
     argument static, or use `fnp.where`. Works as a call, a decorator, and
     through functools.partial; composes with every transformation.
+    `donate_argnums` is accepted as JAX has it, but no buffer is reused yet.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)

@@ -246,3 +246,28 @@ def test_explain_cache_misses_says_what_changed(caplog):
         fgrad.config.update("explain", True)
     with pytest.raises(TypeError, match="takes True or False"):
         fgrad.config.update("explain_cache_misses", 1)
+
+
+def test_a_jitted_method_takes_self_as_a_static_argument():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __hash__(self):
+            return hash(self.k)
+
+        def __eq__(self, other):
+            return isinstance(other, Scale) and other.k == self.k
+
+        @functools.partial(fgrad.jit, static_argnums=0)
+        def apply(self, x):
+            return x * self.k
+
+        @fgrad.jit
+        def apply_dynamic(self, x):
+            return x * self.k
+
+    assert Scale(3.0).apply(2.0) == 6.0
+    assert fgrad.grad(Scale(3.0).apply)(2.0) == 3.0
+    with pytest.raises(TypeError, match="is a Scale .* Mark the argument static"):
+        Scale(3.0).apply_dynamic(2.0)
