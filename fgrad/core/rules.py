@@ -36,6 +36,11 @@ never receive a zero array they would have to build first.
   `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
   on the parent trace and returns the result's batch axis.
 
+* ``emit_rules[p](args, avals, **params) -> str | None``: how jit's code
+  generator writes `p` as a Python expression over the names `args` of its
+  operands (whose avals are `avals`), or None to call the implementation.
+  Optional: without one, the generated code calls `p.impl`.
+
 Effects: a primitive in `effectful` does something besides computing its
 results (prints, calls back into Python). Passes never drop it for an unused
 result, and never merge two of its equations.
@@ -56,7 +61,7 @@ from .avals import ShapedArray
 from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "effectful",
+    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "emit_rules", "effectful",
     "LARGE_ARRAY_BYTES",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -65,6 +70,7 @@ jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Line
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
+emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 effectful: set[Primitive] = set()
 
 

@@ -7,9 +7,10 @@ of its own namespace, named by fgrad (`v3`, `k0`, `f2`, `p2`), never from user
 strings. A value is deleted after its last use (liveness), as `eval_jaxpr`
 releases it. The source is compiled once per jaxpr and cached.
 
-This is code generation at its simplest: every primitive is emitted as a call
-of its implementation. Rules that emit better code for particular primitives
-(operators on floats, writing into a dead input's buffer) plug in here.
+A primitive is emitted as a call of its implementation, unless its module
+gives an emit rule (`core.rules.emit_rules`), an expression that computes the
+same thing with less Python in between (`a * b` for mul). Rules that write
+into a dead input's buffer will plug in the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core.rules import emit_rules
 from .cache import cached_per_jaxpr
 from .jaxpr import ClosedJaxpr, Literal, Var
 from .passes import last_uses
@@ -54,7 +56,7 @@ def compile_jaxpr(closed: ClosedJaxpr) -> CompiledJaxpr:
     def jitted(v0):
         v1 = f0(v0)
         del v0
-        v2 = f1(v1, k0)
+        v2 = v1 * k0
         del v1
         return [v2]
     """
@@ -90,11 +92,14 @@ def compile_jaxpr(closed: ClosedJaxpr) -> CompiledJaxpr:
     release = last_uses(jaxpr)
     constvars = set(jaxpr.constvars)
     for i, eqn in enumerate(jaxpr.eqns):
-        impl = glob("f", eqn.primitive.impl)
-        call = f"{impl}({', '.join(atom(a) for a in eqn.invars)}"
-        if eqn.params:
-            call += (", " if eqn.invars else "") + f"**{glob('p', eqn.params)}"
-        call += ")"
+        args = [atom(a) for a in eqn.invars]
+        rule = emit_rules.get(eqn.primitive)
+        call = rule(args, [a.aval for a in eqn.invars], **eqn.params) if rule is not None else None
+        if call is None:
+            call = f"{glob('f', eqn.primitive.impl)}({', '.join(args)}"
+            if eqn.params:
+                call += (", " if eqn.invars else "") + f"**{glob('p', eqn.params)}"
+            call += ")"
         if not eqn.primitive.multiple_results:
             lines.append(f"    {name(eqn.outvars[0])} = {call}")
         elif eqn.outvars:

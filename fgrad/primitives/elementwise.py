@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.rules import JVPFactors, UndefinedPrimal, jvp_rules, transpose_in_place_rules, transpose_rules
+from ..core.rules import (
+    JVPFactors,
+    UndefinedPrimal,
+    emit_rules,
+    jvp_rules,
+    transpose_in_place_rules,
+    transpose_rules,
+)
 from ..core.trace import Primitive
 from . import batching
 from . import derivatives as d
@@ -96,6 +103,19 @@ def elementwise(
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
     return prim
+
+
+def _operator_emit(symbol: str) -> Callable[..., str | None]:
+    """jit's code for a binary operator: Python's operator, which is what the
+    implementation calls unless both operands are Python scalars (weakly typed;
+    then NumPy's ufunc). Only for operators that cannot raise on numbers."""
+
+    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
+        if avals[0].weak_type and avals[1].weak_type:
+            return None
+        return f"{args[0]} {symbol} {args[1]}"
+
+    return emit
 
 
 def _fits(ct: Any, aval: ShapedArray) -> bool:
@@ -215,8 +235,10 @@ invert_p = elementwise("invert", np.invert)
 
 add_p = elementwise("add", np.add, 1, 1, impl=_operator_impl(operator.add, np.add))
 transpose_rules[add_p] = lambda ct, x, y: [_linear_ct(x, ct), _linear_ct(y, ct)]
+emit_rules[add_p] = _operator_emit("+")
 
 sub_p = elementwise("sub", np.subtract, 1, -1, impl=_operator_impl(operator.sub, np.subtract))
+emit_rules[sub_p] = _operator_emit("-")
 transpose_rules[sub_p] = lambda ct, x, y: [
     _linear_ct(x, ct), _linear_ct(y, neg(ct)) if d.is_linear(y) else None
 ]
@@ -247,6 +269,7 @@ def _mul_transpose_in_place(ct: np.ndarray, x: Any, y: Any) -> list[Any]:
 
 
 transpose_rules[mul_p] = _mul_transpose
+emit_rules[mul_p] = _operator_emit("*")
 transpose_in_place_rules[mul_p] = _mul_transpose_in_place
 
 div_p = elementwise(

@@ -72,3 +72,17 @@ def test_jit_runs_the_generated_code_and_debug_nans_still_names_the_primitive():
     assert jf(np.e) == pytest.approx(2.0)
     with fgrad.debug_nans(), pytest.raises(FloatingPointError, match="`log` produced NaN"):
         jf(-1.0)
+
+
+@given(seed=seeds, shape=st.sampled_from([(), (3,)]))
+def test_operators_are_written_as_operators_with_the_implementation_s_results(seed, shape):
+    # Strongly typed operands: Python's operator, as the implementation uses; two
+    # Python scalars (weak): the implementation, which goes to NumPy's ufunc.
+    x = values(shape, "real", seed)
+    strong = fgrad.make_jaxpr(lambda x, y: (x * y + x) - y)(x, np.float64(0.5))
+    source = compile_jaxpr(strong).source
+    assert " * " in source and " + " in source and " - " in source
+    _same(strong, x, np.float64(0.5))
+    weak = fgrad.jit(lambda a, b: a * b).lower(2.0, 0.5)
+    assert " * " not in weak.as_text()
+    assert type(fgrad.jit(lambda a, b: a * b)(2.0, 0.5)) is np.float64
