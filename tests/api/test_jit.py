@@ -203,11 +203,14 @@ def _cases():
 def test_every_primitive_under_jit_equals_eager(name):
     fun, shapes, domain = _cases()[name]
     args = [values(s, domain, 3) for s in shapes]
-    want = fun(*args)
-    got = fgrad.jit(fun)(*args)
-    for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
-        np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
-        assert np.asarray(g).dtype == np.asarray(w).dtype
+    batched = [np.stack([values(s, domain, 3 + i) for i in range(2)]) for s in shapes]
+    for jitted, plain, xs in ((fgrad.jit(fun), fun, args),
+                              (fgrad.jit(fgrad.vmap(fun)), fgrad.vmap(fun), batched),
+                              (fgrad.vmap(fgrad.jit(fun)), fgrad.vmap(fun), batched)):
+        got, want = jitted(*xs), plain(*xs)
+        for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
+            assert np.asarray(g).dtype == np.asarray(w).dtype
 
 
 def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
