@@ -259,6 +259,9 @@ def jit(
     argument static, or use `fnp.where`. Works as a call, a decorator, and
     through functools.partial; composes with every transformation.
     `donate_argnums` is accepted as JAX has it, but no buffer is reused yet.
+    Arrays it closes over are captured by reference when it traces: pass an
+    array that changes between calls as an argument, since a later call may
+    or may not see a change made in place.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)

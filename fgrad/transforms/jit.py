@@ -53,10 +53,12 @@ def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any
     nonzeros = tuple(t is not None for t in tangents)
     jvp, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros, False)
     unknowns = (False,) * len(primals) + (True,) * sum(nonzeros)
-    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jvp, unknowns, False)
     n_out = len(jaxpr.out_avals)
-    # The primal outputs need no tangent; every tangent output needs one.
-    assert out_unknowns == (False,) * n_out + (True,) * sum(out_nonzeros), out_unknowns
+    # Every tangent output goes to the linear part, even one that does not
+    # depend on the tangents (a custom rule's constant): it is then a residual.
+    instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jvp, unknowns, instantiate)
+    assert out_unknowns == instantiate, out_unknowns  # primal outputs never need a tangent
     outs_and_res = jit_p.bind(*primals, jaxpr=known, name=name)  # now, on the primal trace
     outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
     t_outs = trace.stage(jit_p, [*res, *(t for t in tangents if t is not None)],
