@@ -91,8 +91,8 @@ class Jitted:
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        entry, consts, operands = self._prepare(args, kwargs)
-        outs = jit_p.bind(*consts, *operands, jaxpr=entry.jaxpr, name=self.name)
+        entry, operands = self._prepare(args, kwargs)
+        outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -106,7 +106,7 @@ class Jitted:
         >>> print(jit(lambda x: fnp.sin(x) * 2.0).lower(1.0).jaxpr)
         { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = mul b 2.0 in (c,) }
         """
-        entry, _, _ = self._prepare(args, kwargs)
+        entry, _ = self._prepare(args, kwargs)
         return Lowered(entry.jaxpr, entry.out_tree)
 
     def clear_cache(self) -> None:
@@ -115,7 +115,8 @@ class Jitted:
             self._cache.clear()
 
     # --- tracing and the cache ---------------------------------------------------
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[Any]]:
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
+        """The traced version for these arguments (tracing it on a miss), and the operands."""
         nargs = len(args)
         given = {i + nargs if i < 0 else i for i in self.static_argnums}
         if any(not 0 <= i < nargs for i in given):
@@ -139,7 +140,7 @@ class Jitted:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
-                return entry, entry.consts, operands
+                return entry, operands
             last = next(reversed(self._cache), None)
         if last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
@@ -150,7 +151,7 @@ class Jitted:
                 self._cache[key] = entry
                 while len(self._cache) > CACHE_SIZE:
                     self._cache.popitem(last=False)
-        return entry, entry.consts, operands
+        return entry, operands
 
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
                dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray]) -> _Entry:

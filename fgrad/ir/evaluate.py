@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.trace import ctx
+from ..core.trace import Trace, ctx
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .passes import last_uses
 
-__all__ = ["eval_jaxpr", "eval_closed_now"]
+__all__ = ["eval_jaxpr", "eval_closed_now", "evaluation_trace"]
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
@@ -46,14 +46,21 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     return [read(a) for a in jaxpr.outvars]
 
 
+def evaluation_trace() -> Trace:
+    """The trace at the root of the current one: evaluation, or evaluation
+    with NaN checks (debug_nans)."""
+    root = ctx.trace
+    while root.parent is not None:
+        root = root.parent
+    return root
+
+
 def eval_closed_now(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     """Evaluate `closed` with evaluation current: the impl of a higher-order
     primitive, whose equations are computed, not handed again to whichever
     transform passed the primitive down to evaluation."""
-    prev = root = ctx.trace
-    while root.parent is not None:  # evaluation, or evaluation with NaN checks
-        root = root.parent
-    ctx.trace = root
+    prev = ctx.trace
+    ctx.trace = evaluation_trace()
     try:
         return eval_jaxpr(closed.jaxpr, closed.consts, *args)
     finally:

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
-from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..core.trace import EVAL_TRACE, Primitive
 from ..ir.check import check_operands
 from ..ir.codegen import compile_jaxpr
-from ..ir.evaluate import eval_closed_now
+from ..ir.evaluate import eval_closed_now, evaluation_trace
 from ..ir.jaxpr import ClosedJaxpr
 from .call import call_batch, call_jvp, call_transpose, unpack_tangents
 from .forward import jvp_jaxpr
@@ -32,10 +32,7 @@ __all__ = ["jit_p"]
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list[Any]:
-    root = ctx.trace
-    while root.parent is not None:
-        root = root.parent
-    if root is not EVAL_TRACE:  # evaluation that checks each primitive (debug_nans): the jaxpr, as it is
+    if evaluation_trace() is not EVAL_TRACE:  # evaluation that checks each primitive (debug_nans): as it is
         return eval_closed_now(jaxpr, args)
     return compile_jaxpr(jaxpr)(*args)
 
@@ -57,7 +54,7 @@ def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any
     # Every tangent output goes to the linear part, even one that does not
     # depend on the tangents (a custom rule's constant): it is then a residual.
     instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
-    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jvp, unknowns, instantiate)
+    known, unknown, out_unknowns, _ = partial_eval_jaxpr(jvp, unknowns, instantiate)
     assert out_unknowns == instantiate, out_unknowns  # primal outputs never need a tangent
     outs_and_res = jit_p.bind(*primals, jaxpr=known, name=name)  # now, on the primal trace
     outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
