@@ -23,7 +23,7 @@ import numpy as np
 
 from ..config import config
 from ..core.avals import ShapedArray, get_aval
-from ..core.trace import EVAL_TRACE, Tracer, tracing
+from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.codegen import compile_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.passes import optimize_jaxpr
@@ -47,12 +47,15 @@ class _Entry:
     """One traced version: the closure-converted jaxpr, what it closed over
     (operands before the arguments) and the structure of its output."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "run")
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef) -> None:
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef,
+                 donated: tuple[bool, ...]) -> None:
         self.jaxpr = jaxpr
         self.consts = consts
         self.out_tree = out_tree
+        self.donated = donated  # per input of the jaxpr, if any argument is donated; else ()
+        self.run: Callable[..., list[Any]] | None = None  # its generated code, once it ran eagerly
 
 
 class Lowered:
@@ -89,10 +92,31 @@ class Jitted:
         self.name = fun_name(fun)
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+        # The common call, positional arrays and numbers with no transform
+        # active, finds its entry by a cheaper key than the full one.
+        self._fast_calls = not (static_argnums or self._named_positions or donate_argnums)
+        self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE:
+            key = _leaf_key(args)
+            entry = self._fast.get(key) if key is not None else None
+            if entry is not None and entry.run is not None:
+                outs = entry.run(*entry.consts, *args)
+                return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         entry, operands = self._prepare(args, kwargs)
-        outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self.name)
+        if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE:
+            key = _leaf_key(args)
+            if key is not None:
+                entry.run = compile_jaxpr(entry.jaxpr).fun
+                if len(self._fast) >= CACHE_SIZE:
+                    self._fast.clear()
+                self._fast[key] = entry
+        if entry.donated and ctx.trace is EVAL_TRACE:  # donation counts where nothing traces the call
+            ins = _donatable([*entry.consts, *operands], entry.donated)
+            outs = compile_jaxpr(entry.jaxpr, entry.donated)(*ins)
+        else:
+            outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -113,6 +137,7 @@ class Jitted:
         """Forget every traced version: the next call traces again."""
         with self._lock:
             self._cache.clear()
+            self._fast.clear()
 
     # --- tracing and the cache ---------------------------------------------------
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
@@ -182,7 +207,50 @@ class Jitted:
         else:
             jaxpr, consts = closure_convert(optimize_jaxpr(closed))
         assert store.tree is not None
-        return _Entry(jaxpr, consts, store.tree)
+        donated: tuple[bool, ...] = ()
+        if self.donate_argnums:  # the leaves of the positional arguments come first
+            given = {i + len(args) if i < 0 else i for i in self.donate_argnums}
+            flags = [i in given for i in dyn_nums for _ in tree_flatten(args[i])[0]]
+            flags += [False] * (len(jaxpr.jaxpr.invars) - len(consts) - len(flags))
+            donated = (False,) * len(consts) + tuple(flags)
+        return _Entry(jaxpr, consts, store.tree, donated)
+
+
+_SCALAR_TYPES = frozenset({float, int, bool, complex})
+
+
+def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A key for positional arguments that are all arrays or numbers (None
+    otherwise) that tells apart what the full key does: shapes, dtypes, and
+    Python scalars (weakly typed) from NumPy's."""
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES:
+            key.append(t)
+        elif isinstance(a, np.generic):
+            key.append((t,))
+        else:
+            return None
+    return tuple(key)
+
+
+def _donatable(ins: list[Any], donated: tuple[bool, ...]) -> list[Any]:
+    """The inputs with each donated one as an array whose memory the generated
+    code may overwrite: the caller's array if it may be written and shares no
+    memory with another input; otherwise a copy, so that what the caller did
+    not give up is never written."""
+    out = list(ins)
+    for i, (x, d) in enumerate(zip(ins, donated)):
+        if not d or type(x) is not np.ndarray or not x.ndim:
+            continue
+        if not x.flags.writeable or any(
+            j != i and isinstance(y, np.ndarray) and np.may_share_memory(x, y) for j, y in enumerate(ins)
+        ):
+            out[i] = x.copy()
+    return out
 
 
 def _difference(old: Any, new: Any, names: list[str]) -> str:
@@ -259,7 +327,10 @@ def jit(
     Inside, values are abstract: a Python `if` on one raises; mark such an
     argument static, or use `fnp.where`. Works as a call, a decorator, and
     through functools.partial; composes with every transformation.
-    `donate_argnums` is accepted as JAX has it, but no buffer is reused yet.
+    `donate_argnums` names arguments the caller gives up: the memory of their
+    arrays (of an array they are views of, too) may hold results afterwards,
+    so that large temporaries need no fresh memory. Called under a transform,
+    nothing is donated.
     Arrays it closes over are captured by reference when it traces: pass an
     array that changes between calls as an argument, since a later call may
     or may not see a change made in place.

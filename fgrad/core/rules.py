@@ -40,6 +40,15 @@ never receive a zero array they would have to build first.
   generator writes `p` as a Python expression over the names `args` of its
   operands (whose avals are `avals`), or None to call the implementation.
   Optional: without one, the generated code calls `p.impl`.
+* ``out_rules[p] = ufunc``: `p` is elementwise and `ufunc(*operands,
+  out=buffer)` writes its result into `buffer`. jit's code does so when an
+  operand of the result's shape and dtype is dead and its buffer is the
+  code's own; a primitive with an out rule always returns a fresh array.
+* ``float_rules[p](args, **params) -> str | None``: `p` as an expression over
+  Python floats `args`, for 0-d float64 operands and result. It must give
+  NumPy's float64 result, or raise ArithmeticError or ValueError where it
+  cannot (division by zero, a domain error, an overflow), never another
+  number: jit's code then computes on NumPy's scalars instead.
 
 Effects: a primitive in `effectful` does something besides computing its
 results (prints, calls back into Python). Passes never drop it for an unused
@@ -57,11 +66,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .avals import ShapedArray
 from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules", "emit_rules", "effectful",
+    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
+    "emit_rules", "out_rules", "float_rules", "effectful",
     "LARGE_ARRAY_BYTES",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -71,6 +83,8 @@ transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
 emit_rules: dict[Primitive, Callable[..., str | None]] = {}
+out_rules: dict[Primitive, np.ufunc] = {}
+float_rules: dict[Primitive, Callable[..., str | None]] = {}
 effectful: set[Primitive] = set()
 
 

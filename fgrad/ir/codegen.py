@@ -7,23 +7,48 @@ of its own namespace, named by fgrad (`v3`, `k0`, `f2`, `p2`), never from user
 strings. A value is deleted after its last use (liveness), as `eval_jaxpr`
 releases it. The source is compiled once per jaxpr and cached.
 
-A primitive is emitted as a call of its implementation, unless its module
-gives an emit rule (`core.rules.emit_rules`), an expression that computes the
-same thing with less Python in between (`a * b` for mul). Rules that write
-into a dead input's buffer will plug in the same way.
+Each primitive says how it is written, beside its other rules
+(`core.rules`); three rules can apply, all optional:
+
+* `emit_rules`: an expression that computes the same thing with less Python
+  in between than the implementation's call (`a * b` for mul).
+* `out_rules`: a ufunc that can write the result into a buffer. When an
+  operand of the same shape and dtype is dead after the equation, large, and
+  its buffer is the generated code's own (the result of an earlier such
+  equation that nothing else has seen, or an argument the caller donated),
+  the code writes the result there, `f1(v3, v4, out=v3)`, instead of
+  asking for fresh memory. This is decided here, statically, from liveness.
+* `float_rules`: an expression over Python floats, for 0-d float64 values.
+  NumPy's scalars cost about 50 ns an operation, Python's floats a third of
+  that, and a chain of scalar operations (a gradient of scalar code) is all
+  such operations. When some equations have float rules, the function runs
+  them on Python floats (`v2 = math.exp(v1)`), converting at its edges. Where
+  Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
+  exp(1000.0)) it raises instead (ZeroDivisionError, ValueError,
+  OverflowError), and the function then runs again on NumPy's scalars, which
+  give NumPy's inf or nan. Only a jaxpr without effects runs twice, and the
+  float version never writes into a donated argument, so the second run sees
+  the arguments as they were.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.rules import emit_rules
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.rules import emit_rules, float_rules, out_rules
+from ..core.trace import LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
-from .jaxpr import ClosedJaxpr, Literal, Var
-from .passes import last_uses
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .passes import has_effects, last_uses
 
 __all__ = ["compile_jaxpr", "CompiledJaxpr"]
+
+_FLOAT64 = np.dtype(np.float64)
 
 
 class CompiledJaxpr:
@@ -45,71 +70,203 @@ class CompiledJaxpr:
 
 
 @cached_per_jaxpr
-def compile_jaxpr(closed: ClosedJaxpr) -> CompiledJaxpr:
-    """`closed` as generated Python code (cached per jaxpr).
+def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> CompiledJaxpr:
+    """`closed` as generated Python code (cached per jaxpr and `donated`).
+
+    `donated[i]` says that the caller gives up input i, so that the code may
+    write results into its buffer (only a writeable array that owns its
+    memory, and that no other input shares, may be donated).
 
     >>> import fgrad, fgrad.numpy as fnp
-    >>> compiled = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(1.0))
-    >>> compiled(0.5)
-    [np.float64(0.958851077208406)]
+    >>> compiled = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.sin(x) * x)(np.ones(2)))
+    >>> compiled(np.array([0.5, 1.0]))
+    [array([0.23971277, 0.84147098])]
     >>> print(compiled.source)
     def jitted(v0):
         v1 = f0(v0)
-        del v0
-        v2 = v1 * k0
-        del v1
+        v2 = v1 * v0
+        del v0, v1
         return [v2]
+    >>> scalar = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.log(fnp.sin(x) * x + 1.0))(0.5))
+    >>> print(scalar.source.split("except")[0])
+    def jitted(v0):
+        try:
+            w0 = float(v0)
+            w1 = math.sin(w0)
+            w2 = w1 * w0
+            w3 = w2 + 1.0
+            w4 = math.log(w3)
+            v4 = f64(w4)
+            return [v4]
+    <BLANKLINE>
     """
+    writer = _Writer(closed, donated)
     jaxpr = closed.jaxpr
-    namespace: dict[str, Any] = {}
-    names: dict[Var, str] = {}
+    params = ", ".join(writer.name(v) for v in jaxpr.invars)
+    body = None
+    if not any(has_effects(e) for e in jaxpr.eqns) and any(_runs_on_floats(e) for e in jaxpr.eqns):
+        body = writer.body(floats=True)
+        if writer.float_ops < 2 * writer.conversions:  # converting would cost more than it saves
+            body = None
+    if body is not None:
+        lines = [f"def jitted({params}):", "    try:", *("    " + line for line in body),
+                 "    except (ArithmeticError, ValueError):  # where NumPy gives inf or nan",
+                 f"        return on_numpy_scalars({params})",
+                 "", "", f"def on_numpy_scalars({params}):", *writer.body(floats=False)]
+    else:
+        lines = [f"def jitted({params}):", *writer.body(floats=False)]
+    source = "\n".join(lines)
+    exec(compile(source, "<fgrad.jit>", "exec"), writer.namespace)
+    return CompiledJaxpr(writer.namespace["jitted"], source)
 
-    def name(v: Var) -> str:
-        found = names.get(v)
+
+def _is_float64_scalar(aval: ShapedArray) -> bool:
+    return aval.shape == () and aval.dtype == _FLOAT64
+
+
+def _float_operand(a: Any) -> bool:
+    """A 0-d float64 value, or a Python number written in the jaxpr (which
+    NumPy turns into a float64 beside one)."""
+    if _is_float64_scalar(a.aval):
+        return True
+    return (type(a) is Literal and a.aval.weak_type and a.aval.dtype.kind in "iu"
+            and abs(int(a.val)) <= 2**53)
+
+
+def _runs_on_floats(eqn: Any) -> bool:
+    return (eqn.primitive in float_rules and len(eqn.outvars) == 1
+            and _is_float64_scalar(eqn.outvars[0].aval)
+            and all(_float_operand(a) for a in eqn.invars))
+
+
+def _buffer_candidates(jaxpr: Jaxpr, donated: Sequence[bool]) -> set[Var]:
+    """The variables whose buffer only the generated code can see: results of
+    equations with an out rule (fresh arrays) and donated inputs, as long as no
+    other equation (one that might return a view of them) takes them."""
+    owned = {v for v, d in zip(jaxpr.invars, donated) if d}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in out_rules:
+            owned.update(eqn.outvars)
+        else:
+            owned.difference_update(a for a in eqn.invars if type(a) is Var)
+    owned.difference_update(jaxpr.outvars)
+    return owned
+
+
+class _Writer:
+    """The source text of one jaxpr's function, and the namespace it runs in."""
+
+    def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...]) -> None:
+        self.jaxpr = jaxpr = closed.jaxpr
+        self.donated = donated
+        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64}
+        self.names: dict[Var, str] = {}
+        self.counts: dict[str, int] = {}
+        self.seen: dict[tuple[str, int], str] = {}
+        for v, c in zip(jaxpr.constvars, closed.consts):
+            self.namespace[self.name(v)] = c
+        self.release = last_uses(jaxpr)
+        self.owned = _buffer_candidates(jaxpr, donated)
+
+    def name(self, v: Var) -> str:
+        found = self.names.get(v)
         if found is None:
-            found = names[v] = f"v{len(names)}"
+            found = self.names[v] = f"v{len(self.names)}"
         return found
 
-    counts: dict[str, int] = {}
-    seen: dict[tuple[str, int], str] = {}
-
-    def glob(prefix: str, value: Any) -> str:
+    def glob(self, prefix: str, value: Any) -> str:
         """A global of the generated code holding `value` (one per object)."""
-        key = seen.get((prefix, id(value)))
+        key = self.seen.get((prefix, id(value)))
         if key is None:
-            n = counts.get(prefix, 0)
-            counts[prefix] = n + 1
-            key = seen[(prefix, id(value))] = f"{prefix}{n}"
-            namespace[key] = value
+            n = self.counts.get(prefix, 0)
+            self.counts[prefix] = n + 1
+            key = self.seen[(prefix, id(value))] = f"{prefix}{n}"
+            self.namespace[key] = value
         return key
 
-    for v, c in zip(jaxpr.constvars, closed.consts):
-        namespace[name(v)] = c
-    def atom(a: Any) -> str:
-        return glob("k", a.val) if type(a) is Literal else name(a)
+    def body(self, floats: bool) -> list[str]:
+        """The function's lines. With `floats`, equations that have a float rule
+        run on Python floats; a variable then has a float form (`w3`), a NumPy
+        form (`v3`) or both, each made where it is first needed."""
+        jaxpr = self.jaxpr
+        lines: list[str] = []
+        self.float_ops = self.conversions = 0
+        as_float: dict[Var, str] = {}  # variables whose value is held as a Python float
+        as_numpy: set[Var] = set(jaxpr.invars) | set(jaxpr.constvars)
+        keep = set(jaxpr.constvars) | (set(jaxpr.invars) if floats else set())
+        owned = self.owned - set(jaxpr.invars) if floats else self.owned
 
-    lines = [f"def jitted({', '.join(name(v) for v in jaxpr.invars)}):"]
-    release = last_uses(jaxpr)
-    constvars = set(jaxpr.constvars)
-    for i, eqn in enumerate(jaxpr.eqns):
-        args = [atom(a) for a in eqn.invars]
-        rule = emit_rules.get(eqn.primitive)
+        def numpy_form(a: Any) -> str:
+            if type(a) is Literal:
+                return self.glob("k", a.val)
+            if a not in as_numpy:
+                lines.append(f"    {self.name(a)} = f64({as_float[a]})")
+                self.conversions += 1
+                as_numpy.add(a)
+            return self.name(a)
+
+        def float_form(a: Any) -> str:
+            if type(a) is Literal:
+                value = float(a.val)
+                return repr(value) if math.isfinite(value) else self.glob("k", value)
+            found = as_float.get(a)
+            if found is None:
+                found = as_float[a] = "w" + self.name(a)[1:]
+                lines.append(f"    {found} = float({self.name(a)})")
+                self.conversions += 1
+            return found
+
+        for i, eqn in enumerate(jaxpr.eqns):
+            dead = self.release.get(i, ())
+            if floats and _runs_on_floats(eqn):
+                rule = float_rules[eqn.primitive]
+                call = rule([float_form(a) for a in eqn.invars], **eqn.params)
+                if call is not None:
+                    out = eqn.outvars[0]
+                    as_float[out] = "w" + self.name(out)[1:]
+                    lines.append(f"    {as_float[out]} = {call}")
+                    self.float_ops += 1
+                    self._delete(lines, dead, keep, as_numpy)
+                    continue
+            args = [numpy_form(a) for a in eqn.invars]
+            call = self._numpy_call(eqn, args, [v for v in dead if v in owned])
+            if not eqn.primitive.multiple_results:
+                lines.append(f"    {self.name(eqn.outvars[0])} = {call}")
+            elif eqn.outvars:
+                lines.append(f"    {', '.join(self.name(v) for v in eqn.outvars)}, = {call}")
+            else:
+                lines.append(f"    {call}")
+            as_numpy.update(eqn.outvars)
+            self._delete(lines, dead, keep, as_numpy)
+        lines.append(f"    return [{', '.join(numpy_form(a) for a in jaxpr.outvars)}]")
+        return lines
+
+    def _numpy_call(self, eqn: Any, args: list[str], free: list[Var]) -> str:
+        """The expression for `eqn` on NumPy values; `free` are dead operands
+        whose buffer the result may take."""
+        prim = eqn.primitive
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if out is not None and prim in out_rules and out.aval.shape:
+            aval = out.aval
+            if aval.dtype.itemsize * math.prod(aval.shape) >= LARGE_ARRAY_BYTES:
+                for v in free:
+                    if v.aval.shape == aval.shape and v.aval.dtype == aval.dtype:
+                        return f"{self.glob('f', out_rules[prim])}({', '.join(args)}, out={self.name(v)})"
+        rule = emit_rules.get(prim)
         call = rule(args, [a.aval for a in eqn.invars], **eqn.params) if rule is not None else None
         if call is None:
-            call = f"{glob('f', eqn.primitive.impl)}({', '.join(args)}"
+            call = f"{self.glob('f', prim.impl)}({', '.join(args)}"
             if eqn.params:
-                call += (", " if eqn.invars else "") + f"**{glob('p', eqn.params)}"
+                call += (", " if eqn.invars else "") + f"**{self.glob('p', eqn.params)}"
             call += ")"
-        if not eqn.primitive.multiple_results:
-            lines.append(f"    {name(eqn.outvars[0])} = {call}")
-        elif eqn.outvars:
-            lines.append(f"    {', '.join(name(v) for v in eqn.outvars)}, = {call}")
-        else:
-            lines.append(f"    {call}")
-        dead = [name(v) for v in release.get(i, ()) if v not in constvars]
-        if dead:
-            lines.append(f"    del {', '.join(dead)}")
-    lines.append(f"    return [{', '.join(atom(a) for a in jaxpr.outvars)}]")
-    source = "\n".join(lines)
-    exec(compile(source, "<fgrad.jit>", "exec"), namespace)
-    return CompiledJaxpr(namespace["jitted"], source)
+        return call
+
+    def _delete(self, lines: list[str], dead: Sequence[Var], keep: set[Var], as_numpy: set[Var]) -> None:
+        names = []
+        for v in dead:
+            if v in keep:
+                continue
+            if v in as_numpy:  # a float is not worth the time a `del` takes
+                names.append(self.name(v))
+        if names:
+            lines.append(f"    del {', '.join(names)}")

@@ -30,7 +30,9 @@ from ..core.rules import (
     JVPFactors,
     UndefinedPrimal,
     emit_rules,
+    float_rules,
     jvp_rules,
+    out_rules,
     transpose_in_place_rules,
     transpose_rules,
 )
@@ -102,7 +104,18 @@ def elementwise(
     prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn))
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
+    if isinstance(np_fn, np.ufunc):
+        out_rules[prim] = np_fn
     return prim
+
+
+def _float_expression(template: str) -> Callable[..., str]:
+    """A float rule (jit's code on Python floats): `template` formatted with the operands."""
+
+    def emit(args: list[str], **params: Any) -> str:
+        return template.format(*args, **params)
+
+    return emit
 
 
 def _operator_emit(symbol: str) -> Callable[..., str | None]:
@@ -179,6 +192,19 @@ arccosh_p = elementwise(
     "arccosh", np.arccosh, lambda ans, x: div(1.0, mul(sqrt(sub(x, 1.0)), sqrt(add(x, 1.0))))
 )
 arctanh_p = elementwise("arctanh", np.arctanh, lambda ans, x: div(1.0, sub(1.0, square(x))))
+# On Python floats, `math`'s functions: they raise where NumPy returns inf or nan.
+for _prim, _template in (
+    (neg_p, "-{0}"), (sin_p, "math.sin({0})"), (cos_p, "math.cos({0})"), (tan_p, "math.tan({0})"),
+    (exp_p, "math.exp({0})"), (expm1_p, "math.expm1({0})"), (log_p, "math.log({0})"),
+    (log1p_p, "math.log1p({0})"), (log2_p, "math.log2({0})"), (log10_p, "math.log10({0})"),
+    (tanh_p, "math.tanh({0})"), (sinh_p, "math.sinh({0})"), (cosh_p, "math.cosh({0})"),
+    (arcsin_p, "math.asin({0})"), (arccos_p, "math.acos({0})"), (arctan_p, "math.atan({0})"),
+    (arcsinh_p, "math.asinh({0})"), (arccosh_p, "math.acosh({0})"), (arctanh_p, "math.atanh({0})"),
+    (sqrt_p, "math.sqrt({0})"), (square_p, "{0} * {0}"), (reciprocal_p, "1.0 / {0}"),
+    (abs_p, "abs({0})"), (fabs_p, "abs({0})"),
+):
+    float_rules[_prim] = _float_expression(_template)
+
 deg2rad_p = elementwise("deg2rad", np.deg2rad, np.pi / 180)
 rad2deg_p = elementwise("rad2deg", np.rad2deg, 180 / np.pi)
 
@@ -236,9 +262,11 @@ invert_p = elementwise("invert", np.invert)
 add_p = elementwise("add", np.add, 1, 1, impl=_operator_impl(operator.add, np.add))
 transpose_rules[add_p] = lambda ct, x, y: [_linear_ct(x, ct), _linear_ct(y, ct)]
 emit_rules[add_p] = _operator_emit("+")
+float_rules[add_p] = _float_expression("{0} + {1}")
 
 sub_p = elementwise("sub", np.subtract, 1, -1, impl=_operator_impl(operator.sub, np.subtract))
 emit_rules[sub_p] = _operator_emit("-")
+float_rules[sub_p] = _float_expression("{0} - {1}")
 transpose_rules[sub_p] = lambda ct, x, y: [
     _linear_ct(x, ct), _linear_ct(y, neg(ct)) if d.is_linear(y) else None
 ]
@@ -270,6 +298,7 @@ def _mul_transpose_in_place(ct: np.ndarray, x: Any, y: Any) -> list[Any]:
 
 transpose_rules[mul_p] = _mul_transpose
 emit_rules[mul_p] = _operator_emit("*")
+float_rules[mul_p] = _float_expression("{0} * {1}")
 transpose_in_place_rules[mul_p] = _mul_transpose_in_place
 
 div_p = elementwise(
@@ -284,6 +313,7 @@ def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
 
 
 transpose_rules[div_p] = _div_transpose
+float_rules[div_p] = _float_expression("{0} / {1}")  # raises ZeroDivisionError where NumPy gives inf
 
 pow_p = elementwise(
     "pow", np.power,
@@ -293,6 +323,7 @@ pow_p = elementwise(
     lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))),
     impl=_operator_impl(operator.pow, np.power),
 )
+float_rules[pow_p] = _float_expression("math.pow({0}, {1})")  # not **, which gives complex numbers
 
 
 def _balanced_eq(x: Any, ans: Any, y: Any) -> Any:
@@ -344,6 +375,7 @@ fmod_p = elementwise("fmod", np.fmod, 1, lambda ans, x, y: neg(rint(div(sub(x, a
 
 # |x| with the sign of y: d/dx = sign(x) * sign(y) (0 at x = 0, like abs); none in y.
 copysign_p = elementwise("copysign", np.copysign, lambda ans, x, y: mul(sign(x), sign(ans)), None)
+float_rules[copysign_p] = _float_expression("math.copysign({0}, {1})")
 
 
 def _hypot_factor(ans: Any, x: Any, y: Any) -> Any:
@@ -363,6 +395,7 @@ arctan2_p = elementwise(  # arctan2(x, y) is the angle of the point (y, x)
     lambda ans, x, y: div(y, _arctan2_denominator(x, y)),
     lambda ans, x, y: div(neg(x), _arctan2_denominator(x, y)),
 )
+float_rules[arctan2_p] = _float_expression("math.atan2({0}, {1})")
 
 
 def _log_add_share(exp_prim: Primitive) -> Callable[..., Any]:
@@ -447,6 +480,7 @@ def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
 integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
 jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
 batching.defbatch_unary(integer_pow_p)
+float_rules[integer_pow_p] = _float_expression("{0} ** {y}")  # raises where NumPy gives inf
 
 
 def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:

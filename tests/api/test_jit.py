@@ -136,6 +136,28 @@ def test_traces_once_per_kind_of_argument():
     assert len(calls) == 7
 
 
+def test_calls_of_arrays_and_numbers_find_their_version_by_kind_as_every_call_does():
+    # Positional arrays and numbers take a shorter road to their traced
+    # version; it must tell apart what the full key tells apart.
+    f = lambda x, y: x * y + 1.0  # noqa: E731
+    g, calls = counting(f)
+    jg = fgrad.jit(g)
+    args = [(np.ones(3), 2.0), (np.ones(3), np.float64(2.0)), (np.ones(3, np.float32), 2.0),
+            (np.ones((3, 1)), 2.0), (np.ones(3), 2), (1.5, 2.0), (np.float32(1.5), 2.0),
+            (np.ma.masked_array(np.ones(3)), 2.0)]  # a subclass: the full key, as the first
+    for _ in range(3):
+        for x, y in args:
+            out = jg(x, y)
+            want = f(np.asarray(x), y)
+            np.testing.assert_array_equal(out, want)
+            assert np.asarray(out).dtype == np.asarray(want).dtype and np.shape(out) == np.shape(want)
+    assert len(calls) == len(args) - 1  # each kind traced once
+    assert fgrad.grad(lambda x: fnp.sum(jg(x, 2.0)))(np.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    jg.clear_cache()
+    jg(np.ones(3), 2.0)
+    assert len(calls) == len(args)
+
+
 def test_python_scalars_are_weak_as_in_eager_mode():
     x = np.ones(2, np.float32)
     assert fgrad.jit(lambda x, s: x * s)(x, 2.0).dtype == (x * 2.0).dtype == np.float32

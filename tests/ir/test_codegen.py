@@ -1,13 +1,19 @@
 """Code generation: the generated function equals eval_jaxpr of its jaxpr, its
 source is fgrad's own text, and values are released after their last use."""
 
+import itertools
+import math
+import operator
+import warnings
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
+from fgrad.core.rules import float_rules, out_rules
 from fgrad.ir.codegen import compile_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from tests.strategies import seeds, values
@@ -50,7 +56,7 @@ def test_multiple_results_effects_and_sub_jaxprs(capsys):
 
 
 def test_the_source_names_come_from_fgrad_and_dead_values_are_deleted():
-    compiled = compile_jaxpr(fgrad.make_jaxpr(lambda weird_name: fnp.exp(fnp.sin(weird_name)))(1.0))
+    compiled = compile_jaxpr(fgrad.make_jaxpr(lambda weird_name: fnp.exp(fnp.sin(weird_name)))(np.ones(2)))
     assert "weird_name" not in compiled.source
     assert compiled.source.splitlines() == [
         "def jitted(v0):",
@@ -83,6 +89,158 @@ def test_operators_are_written_as_operators_with_the_implementation_s_results(se
     source = compile_jaxpr(strong).source
     assert " * " in source and " + " in source and " - " in source
     _same(strong, x, np.float64(0.5))
-    weak = fgrad.jit(lambda a, b: a * b).lower(2.0, 0.5)
-    assert " * " not in weak.as_text()
+    weak = fgrad.jit(lambda a, b: a * b).lower(np.ones(2), 0.5)
+    assert " * " in weak.as_text()
     assert type(fgrad.jit(lambda a, b: a * b)(2.0, 0.5)) is np.float64
+
+
+# --- 0-d float64 values as Python floats ------------------------------------------------
+SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 7.25, 1e-300, 1e300, -1e300,
+                  710.0, -745.5, math.pi, math.inf, -math.inf, math.nan]
+
+
+def _same_float(got, want):
+    if np.isnan(want):
+        return bool(np.isnan(got))
+    if want == 0 or np.isinf(want):
+        return bool(got == want and np.signbit(got) == np.signbit(want))
+    return abs(got - want) <= 1e-15 * abs(want)  # math's functions and NumPy's differ by an ulp at most
+
+
+@pytest.mark.parametrize("prim", sorted(float_rules, key=lambda p: p.name), ids=lambda p: p.name)
+def test_each_float_rule_gives_numpy_s_float64_or_raises(prim):
+    nin = out_rules[prim].nin if prim in out_rules else 1
+    params = [{"y": y} for y in (-3, -1, 0, 2, 3)] if prim.name == "integer_pow" else [{}]
+    computed = 0
+    for kw in params:
+        expression = float_rules[prim](["a", "b"], **kw)
+        for operands in itertools.product(SPECIAL_FLOATS, repeat=nin):
+            a, b = (*operands, 0.0)[:2]
+            with np.errstate(all="ignore"):
+                want = prim.impl(*map(np.float64, operands), **kw)
+            try:
+                got = eval(expression, {"math": math}, {"a": a, "b": b})
+            except (ArithmeticError, ValueError):
+                continue  # allowed: the generated code then computes on NumPy's scalars
+            computed += 1
+            assert type(got) is float, (prim, operands, got)
+            assert _same_float(got, want), (prim, kw, operands, got, want)
+    assert computed >= 5 * len(params), "the rule is hardly exercised: it raises on most values"
+
+
+_EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a ** 3]
+_EXACT_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv]
+
+
+@settings(deadline=None)
+@given(program=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 20)), min_size=6, max_size=12),
+       x=st.floats(), y=st.floats(allow_nan=False))
+def test_scalar_programs_on_python_floats_equal_numpy_s_results_and_its_inf_and_nan(program, x, y):
+    # Operations that IEEE arithmetic rounds exactly, in both math and NumPy:
+    # jit's results (and gradients) are NumPy's to the bit, overflow,
+    # division by zero and domain errors included.
+    def f(x, y):
+        vals = [x, y]
+        for op, j in program:
+            a = vals[j % len(vals)]
+            if op < len(_EXACT_UNARY):
+                vals.append(_EXACT_UNARY[op](a))
+            else:
+                vals.append(_EXACT_BINARY[op - len(_EXACT_UNARY)](a, vals[-1]))
+        return vals[-1]
+
+    jf = fgrad.jit(f)
+    lowered = jf.lower(x, y)
+    if len(lowered.jaxpr.jaxpr.eqns) >= 8:  # long enough to be worth converting: on floats
+        assert "float(" in lowered.as_text()
+    for fun, jitted in ((f, jf), (fgrad.grad(f, argnums=(0, 1)), fgrad.jit(fgrad.grad(f, argnums=(0, 1))))):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fun(np.float64(x), np.float64(y))
+            got = jitted(x, y)
+        for g, w in zip(np.atleast_1d(got), np.atleast_1d(want)):
+            assert type(g) is np.float64
+            np.testing.assert_array_equal(g, w)
+
+
+def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):
+    v = np.arange(1.0, 4.0)
+    mixed = fgrad.jit(lambda s, v: fnp.sum(v * s) * s + fnp.sin(s))
+    assert mixed(0.5, v) == pytest.approx(np.sum(v * 0.5) * 0.5 + np.sin(0.5), rel=1e-15)
+    assert type(mixed(np.asarray(0.5), v)) is np.float64
+    printing = fgrad.jit(lambda x: fgrad.debug.print("x={}", x) or fnp.exp(x) * 2.0)
+    assert "float(" not in printing.lower(1.0).as_text()  # a function with effects never runs twice
+    with np.errstate(all="ignore"):
+        assert printing(1000.0) == np.inf
+    assert capsys.readouterr().out.count("x=") == 1
+
+
+def test_where_python_raises_the_code_runs_on_numpy_scalars_with_numpy_s_warnings():
+    f = lambda x: fnp.log(x) + 1.0 / x + fnp.exp(x)  # noqa: E731
+    jf = fgrad.jit(f)
+    for x in (0.0, -1.0, 1000.0):  # ValueError, ZeroDivisionError, OverflowError in Python
+        with pytest.warns(RuntimeWarning):
+            want = f(np.float64(x))
+        with pytest.warns(RuntimeWarning):
+            got = jf(x)
+        np.testing.assert_array_equal(got, want)
+    assert jf(2.0) == pytest.approx(np.log(2.0) + 0.5 + np.exp(2.0), rel=1e-15)
+
+
+# --- buffers: results written into dead operands' memory --------------------------------
+BIG = 100_000  # 800 kB of float64: large enough to take a dead buffer
+
+
+def test_large_results_take_a_dead_operand_s_buffer_but_never_an_argument_s():
+    x = np.linspace(0.0, 1.0, BIG)
+    before = x.copy()
+    f = lambda x: fnp.exp(fnp.sin(x) * 2.0) + 1.0  # noqa: E731
+    jf = fgrad.jit(f)
+    np.testing.assert_array_equal(jf(x), f(x))
+    np.testing.assert_array_equal(x, before)
+    source = jf.lower(x).as_text()
+    assert "out=" in source and "out=v0" not in source
+    assert "out=" not in fgrad.jit(f).lower(x[:10]).as_text()  # small arrays: a new one is cheaper
+
+
+def test_a_buffer_another_value_may_view_is_never_written():
+    x = np.linspace(0.0, 1.0, BIG)
+
+    def f(x):
+        y = fnp.exp(x)
+        z = fnp.reshape(y, (-1, 2))  # a view of y, alive after y's last use
+        return fnp.sin(y) + 1.0, z
+
+    w, z = fgrad.jit(f)(x)
+    np.testing.assert_array_equal(z, np.exp(x).reshape(-1, 2))
+    np.testing.assert_array_equal(w, np.sin(np.exp(x)) + 1.0)
+
+
+def test_a_gradient_of_large_arrays_reuses_buffers_and_equals_eager():
+    x = np.linspace(-1.0, 1.0, BIG)
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sin(x) * fnp.exp(-x ** 2)))
+    jg = fgrad.jit(g)
+    np.testing.assert_allclose(jg(x), g(x), rtol=1e-14)
+    assert "out=" in jg.lower(x).as_text()
+
+
+def test_donated_arguments_may_hold_results_and_other_arguments_never_do():
+    f = fgrad.jit(lambda x, y: fnp.sin(x) * 2.0 + y, donate_argnums=0)
+    x, y = np.linspace(0.0, 1.0, BIG), np.ones(BIG)
+    want = np.sin(x) * 2.0 + y
+    y_before = y.copy()
+    out = f(x, y)
+    np.testing.assert_allclose(out, want, rtol=1e-15)
+    assert np.shares_memory(out, x)  # donated: its memory holds the result
+    np.testing.assert_array_equal(y, y_before)
+    # Donated but also passed as the other argument, or read-only: copied, never written.
+    x = np.linspace(0.0, 1.0, BIG)
+    before = x.copy()
+    np.testing.assert_allclose(f(x, x), np.sin(before) * 2.0 + before, rtol=1e-15)
+    np.testing.assert_array_equal(x, before)
+    x.flags.writeable = False
+    np.testing.assert_allclose(f(x, y), want, rtol=1e-15)
+    # Under a transform nothing is donated.
+    x = np.linspace(0.0, 1.0, BIG)
+    fgrad.grad(lambda x: fnp.sum(f(x, y)))(x)
+    np.testing.assert_array_equal(x, before)
