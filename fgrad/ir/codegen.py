@@ -153,6 +153,77 @@ def _buffer_candidates(jaxpr: Jaxpr, donated: Sequence[bool]) -> set[Var]:
     return owned
 
 
+def _large(aval: ShapedArray) -> bool:
+    return bool(aval.shape) and aval.dtype.itemsize * math.prod(aval.shape) >= LARGE_ARRAY_BYTES
+
+
+class _BufferPlan:
+    """Where each large result of an equation with an out rule goes.
+
+    `into[i]` is the variable whose buffer equation i's result takes: a dead
+    operand, or a value that died earlier and whose name is kept until then
+    (`held[v]` is the equation that takes v's buffer). Otherwise the result
+    needs memory of its own: `scratch[i]` is a slot of buffers the function
+    keeps between calls, for a result whose memory never leaves the call (no
+    output, nothing that may view it, is ever written into it); other results
+    get fresh memory, as the caller will hold them.
+    """
+
+    def __init__(self, jaxpr: Jaxpr, owned: set[Var], release: dict[int, list[Var]]) -> None:
+        self.into: dict[int, Var] = {}
+        self.held: dict[Var, int] = {}
+        self.scratch: dict[int, int] = {}
+        self.slots: list[ShapedArray] = []
+        buffer_of = {v: n for n, v in enumerate(v for v in jaxpr.invars if v in owned and _large(v.aval))}
+        origin: dict[int, int] = {}  # buffer -> the equation that asks for its memory
+        leaves: set[int] = set()  # buffers that reach an output or a view
+        free: dict[tuple[Any, ...], list[Var]] = {}
+        count = len(buffer_of)
+        for i, eqn in enumerate(jaxpr.eqns):
+            dead = release.get(i, ())
+            if eqn.primitive in out_rules and len(eqn.outvars) == 1 and _large(eqn.outvars[0].aval):
+                out = eqn.outvars[0]
+                kind = (out.aval.shape, out.aval.dtype)
+                taken = next((v for v in dead if v in buffer_of and (v.aval.shape, v.aval.dtype) == kind),
+                             None)
+                if taken is None and free.get(kind):
+                    taken = free[kind].pop()
+                    self.held[taken] = i
+                if taken is not None:
+                    self.into[i] = taken
+                    buffer = buffer_of[taken]
+                else:
+                    buffer, count = count, count + 1
+                    origin[buffer] = i
+                if out in owned:
+                    buffer_of[out] = buffer
+                else:
+                    leaves.add(buffer)
+                dead = [v for v in dead if v is not taken]
+            for v in dead:
+                if v in buffer_of:
+                    free.setdefault((v.aval.shape, v.aval.dtype), []).append(v)
+        for buffer, i in sorted(origin.items(), key=lambda item: item[1]):
+            if buffer not in leaves:
+                self.scratch[i] = len(self.slots)
+                self.slots.append(jaxpr.eqns[i].outvars[0].aval)
+
+
+def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Callable[[list[Any]], None]]:
+    """`take()` a list of buffers for `avals` that no running call holds, and
+    `give(buffers)` them back when the call is done: threads and nested calls
+    each get their own."""
+    pool: list[list[Any]] = []
+
+    def take() -> list[Any]:
+        try:
+            return pool.pop()
+        except IndexError:
+            return [np.empty(a.shape, a.dtype) for a in avals]
+
+    return take, pool.append
+
+
 class _Writer:
     """The source text of one jaxpr's function, and the namespace it runs in."""
 
@@ -194,7 +265,11 @@ class _Writer:
         as_float: dict[Var, str] = {}  # variables whose value is held as a Python float
         as_numpy: set[Var] = set(jaxpr.invars) | set(jaxpr.constvars)
         keep = set(jaxpr.constvars) | (set(jaxpr.invars) if floats else set())
-        owned = self.owned - set(jaxpr.invars) if floats else self.owned
+        plan = _BufferPlan(jaxpr, self.owned - set(jaxpr.invars) if floats else self.owned, self.release)
+        if plan.slots:
+            take, give = _scratch_pool(plan.slots)
+            names = ", ".join(f"s{k}" for k in range(len(plan.slots)))
+            lines.append(f"    {names}, = scratch = {self.glob('take', take)}()")
 
         def numpy_form(a: Any) -> str:
             if type(a) is Literal:
@@ -217,7 +292,8 @@ class _Writer:
             return found
 
         for i, eqn in enumerate(jaxpr.eqns):
-            dead = self.release.get(i, ())
+            # A value whose buffer a later equation takes keeps its name until then.
+            dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
             if floats and _runs_on_floats(eqn):
                 rule = float_rules[eqn.primitive]
                 call = rule([float_form(a) for a in eqn.invars], **eqn.params)
@@ -229,7 +305,16 @@ class _Writer:
                     self._delete(lines, dead, keep, as_numpy)
                     continue
             args = [numpy_form(a) for a in eqn.invars]
-            call = self._numpy_call(eqn, args, [v for v in dead if v in owned])
+            into = plan.into.get(i)
+            if into is not None:
+                call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={self.name(into)})"
+                if plan.held.get(into) == i:
+                    dead = [*dead, into]
+            elif i in plan.scratch:
+                buffer = f"s{plan.scratch[i]}"
+                call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={buffer})"
+            else:
+                call = self._numpy_call(eqn, args)
             if not eqn.primitive.multiple_results:
                 lines.append(f"    {self.name(eqn.outvars[0])} = {call}")
             elif eqn.outvars:
@@ -238,20 +323,15 @@ class _Writer:
                 lines.append(f"    {call}")
             as_numpy.update(eqn.outvars)
             self._delete(lines, dead, keep, as_numpy)
-        lines.append(f"    return [{', '.join(numpy_form(a) for a in jaxpr.outvars)}]")
+        outs = ", ".join(numpy_form(a) for a in jaxpr.outvars)
+        if plan.slots:
+            lines.append(f"    {self.glob('give', give)}(scratch)")
+        lines.append(f"    return [{outs}]")
         return lines
 
-    def _numpy_call(self, eqn: Any, args: list[str], free: list[Var]) -> str:
-        """The expression for `eqn` on NumPy values; `free` are dead operands
-        whose buffer the result may take."""
+    def _numpy_call(self, eqn: Any, args: list[str]) -> str:
+        """The expression for `eqn` on NumPy values, in memory of its own."""
         prim = eqn.primitive
-        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
-        if out is not None and prim in out_rules and out.aval.shape:
-            aval = out.aval
-            if aval.dtype.itemsize * math.prod(aval.shape) >= LARGE_ARRAY_BYTES:
-                for v in free:
-                    if v.aval.shape == aval.shape and v.aval.dtype == aval.dtype:
-                        return f"{self.glob('f', out_rules[prim])}({', '.join(args)}, out={self.name(v)})"
         rule = emit_rules.get(prim)
         call = rule(args, [a.aval for a in eqn.invars], **eqn.params) if rule is not None else None
         if call is None:

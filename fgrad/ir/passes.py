@@ -308,8 +308,13 @@ def _simplified(
         inner = producer.get(ins[0])
         if inner is not None and inner.primitive.name == "neg" and not has_effects(inner):
             candidates = [inner.invars[0]]
-    elif name in ("convert_element_type", "broadcast_to") and len(ins) == 1:
-        candidates = [ins[0]]
+    elif (name in ("convert_element_type", "broadcast_to", "reshape") and len(ins) == 1
+          or name == "integer_pow" and eqn.params.get("y") == 1):
+        candidates = [ins[0]]  # an identity where the result has the operand's aval
+    elif name == "integer_pow" and eqn.params.get("y") == 2:  # x * x: twice as fast as power
+        square = _primitive_named("square")
+        if square is not None and ins[0].aval is out:
+            return JaxprEqn(square, list(ins), eqn.outvars, {}, eqn.source)
     for a in candidates:
         if a.aval is out:  # avals are interned: the same shape, dtype and weak type
             return a

@@ -16,8 +16,17 @@ from fgrad.ir.check import check_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from fgrad.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from fgrad.ir.passes import cse_jaxpr, fold_constants, optimize_jaxpr, simplify_jaxpr
-from fgrad.primitives.elementwise import add_p, convert_element_type_p, div_p, mul_p, neg_p, sin_p, sub_p
-from fgrad.primitives.shapes import broadcast_to_p
+from fgrad.primitives.elementwise import (
+    add_p,
+    convert_element_type_p,
+    div_p,
+    integer_pow_p,
+    mul_p,
+    neg_p,
+    sin_p,
+    sub_p,
+)
+from fgrad.primitives.shapes import broadcast_to_p, reshape_p
 from tests.strategies import seeds, shapes, values
 
 F64 = ShapedArray((), np.float64)
@@ -174,6 +183,8 @@ IDENTITIES = {
     "convert_element_type to its dtype": lambda x: [
         _eqn(convert_element_type_p, [x], x.aval, new_dtype=x.aval.dtype)],
     "broadcast_to its shape": lambda x: [_eqn(broadcast_to_p, [x], x.aval, shape=x.aval.shape)],
+    "integer_pow[y=1] x": lambda x: [_eqn(integer_pow_p, [x], x.aval, y=1)],
+    "reshape to its shape": lambda x: [_eqn(reshape_p, [x], x.aval, new_shape=x.aval.shape)],
     "mul x (broadcast_to 1)": lambda x: [
         b := _eqn(broadcast_to_p, [ONE], x.aval, shape=x.aval.shape), _eqn(mul_p, [x, b.outvars[0]], x.aval)],
 }
@@ -189,6 +200,17 @@ def test_simplify_forwards_the_operand_of_an_identity(make, shape, seed):
     assert simple.jaxpr.outvars == closed.jaxpr.invars  # the output is x itself
     assert _unchanged(closed) == before
     _assert_same_values(closed, simple, values(shape, "real", seed))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@given(shape=shapes, seed=seeds)
+def test_simplify_turns_a_second_power_into_square(dtype, shape, seed):
+    aval = ShapedArray(shape, np.dtype(dtype))
+    closed = _unary(aval, lambda x: [_eqn(integer_pow_p, [x], aval, y=2)])
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    assert _names(simple) == ["square"]
+    _assert_same_values(closed, simple, (values(shape, "real", seed) * 3).astype(dtype))
 
 
 def test_simplify_treats_a_constant_of_ones_or_zeros_as_the_number():
