@@ -17,7 +17,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -60,17 +60,50 @@ class _Entry:
 
 class Lowered:
     """A jitted function traced for some arguments: `.jaxpr` is the optimised
-    jaxpr each call runs, `.as_text()` the Python source it runs as."""
+    jaxpr each call runs, `.as_text()` the Python source it runs as, and
+    `.compile()` that code as a function of arguments of the same kinds."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, out_tree: PyTreeDef) -> None:
-        self.jaxpr = jaxpr
-        self.out_tree = out_tree
+    def __init__(self, jitted: Jitted, entry: _Entry) -> None:
+        self._jitted = jitted
+        self._entry = entry
+        self.jaxpr = entry.jaxpr
+        self.out_tree = entry.out_tree
 
     def as_text(self) -> str:
         return compile_jaxpr(self.jaxpr).source
 
+    def compile(self) -> Compiled:
+        return Compiled(self._jitted, self._entry)
+
     def __repr__(self) -> str:
         return f"Lowered({self.jaxpr})"
+
+
+class Compiled:
+    """The generated code of one traced version: call it as the jitted
+    function, with arguments of the kinds it was traced for; others raise a
+    TypeError (the jitted function itself traces a version for them)."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry) -> None:
+        self._jitted = jitted
+        self._entry = entry
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, operands = self._jitted._prepare(args, kwargs, trace=False)
+        if entry is not self._entry:
+            n = len(self._entry.consts)
+            want = ", ".join(a.str_short() for a in self._entry.jaxpr.in_avals[n:])
+            got = ", ".join(get_aval(x).str_short() for x in operands)
+            raise TypeError(
+                f"this compiled version of {self._jitted.name} takes arguments ({want}), but was called "
+                f"with ({got}) (or other static values or structure). Call the jitted function itself, "
+                "which traces a version for each kind of argument."
+            )
+        outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self._jitted.name)
+        return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+
+    def __repr__(self) -> str:
+        return f"Compiled({self._entry.jaxpr})"
 
 
 class Jitted:
@@ -131,7 +164,8 @@ class Jitted:
         { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = mul b 2.0 in (c,) }
         """
         entry, _ = self._prepare(args, kwargs)
-        return Lowered(entry.jaxpr, entry.out_tree)
+        assert entry is not None
+        return Lowered(self, entry)
 
     def clear_cache(self) -> None:
         """Forget every traced version: the next call traces again."""
@@ -140,8 +174,17 @@ class Jitted:
             self._fast.clear()
 
     # --- tracing and the cache ---------------------------------------------------
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
-        """The traced version for these arguments (tracing it on a miss), and the operands."""
+    @overload
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]: ...
+
+    @overload
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 trace: bool) -> tuple[_Entry | None, list[Any]]: ...
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 trace: bool = True) -> tuple[_Entry | None, list[Any]]:
+        """The traced version for these arguments (tracing it on a miss, unless
+        not `trace`: then None), and the operands."""
         nargs = len(args)
         given = {i + nargs if i < 0 else i for i in self.static_argnums}
         if any(not 0 <= i < nargs for i in given):
@@ -167,6 +210,8 @@ class Jitted:
                 self._cache.move_to_end(key)
                 return entry, operands
             last = next(reversed(self._cache), None)
+        if not trace:
+            return None, operands
         if last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
             _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))

@@ -180,6 +180,19 @@ def test_lower_shows_the_jaxpr():
     assert str(lowered.jaxpr) == "{ lambda ; a:f64[3]. let b:f64[3] = sin a c:f64[3] = mul b 2.0 in (c,) }"
 
 
+def test_lower_compile_runs_that_version_only():
+    g, calls = counting(lambda x, p: {"y": fnp.sin(x) * p["k"]})
+    compiled = fgrad.jit(g).lower(np.zeros(3), {"k": 2.0}).compile()
+    out = compiled(np.arange(3.0), {"k": 3.0})
+    np.testing.assert_allclose(out["y"], np.sin(np.arange(3.0)) * 3.0, rtol=1e-15)
+    assert fgrad.grad(lambda x: fnp.sum(compiled(x, {"k": 3.0})["y"]))(np.zeros(3)).tolist() == [3.0] * 3
+    assert len(calls) == 1
+    with pytest.raises(TypeError, match=r"takes arguments \(f64\[3\], f64\[\]\), but was called with "
+                                        r"\(f32\[3\], f64\[\]\).*Call the jitted function itself"):
+        compiled(np.zeros(3, np.float32), {"k": 3.0})
+    assert len(calls) == 1  # a compiled version never traces
+
+
 def test_errors_say_what_to_do():
     @fgrad.jit
     def branchy(x, y):
