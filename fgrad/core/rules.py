@@ -40,10 +40,11 @@ never receive a zero array they would have to build first.
   generator writes `p` as a Python expression over the names `args` of its
   operands (whose avals are `avals`), or None to call the implementation.
   Optional: without one, the generated code calls `p.impl`.
-* ``out_rules[p] = ufunc``: `p` is elementwise and `ufunc(*operands,
-  out=buffer)` writes its result into `buffer`. jit's code does so when an
-  operand of the result's shape and dtype is dead and its buffer is the
-  code's own; a primitive with an out rule always returns a fresh array.
+* ``out_rules[p] = ufunc``: `p` always returns a fresh array (never a view
+  of an operand), and `ufunc(*operands, out=buffer)` computes its result
+  into `buffer` (NumPy's ufuncs, matmul included). jit's code does so when
+  a buffer of the result's shape and dtype is free: an operand that dies
+  there, or a value that died earlier, whose memory only the code can see.
 * ``float_rules[p](args, **params) -> str | None``: `p` as an expression over
   Python floats `args`, for 0-d float64 operands and result. It must give
   NumPy's float64 result, or raise ArithmeticError or ValueError where it

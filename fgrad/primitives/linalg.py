@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.rules import UndefinedPrimal, batch_rules, transpose_rules
+from ..core.rules import UndefinedPrimal, batch_rules, out_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, elementwise, shapes
 from . import derivatives as d
@@ -59,6 +59,7 @@ def _matmul_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 
 matmul_p = Primitive("matmul", np.matmul, _matmul_aval)
 d.defbilinear(matmul_p)
+out_rules[matmul_p] = np.matmul
 
 
 def _matrix_aval(aval: ShapedArray, left: bool) -> ShapedArray:
