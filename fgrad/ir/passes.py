@@ -214,7 +214,12 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
       `neg (neg x)`, `convert_element_type` to x's dtype and `broadcast_to`
       x's shape are `x`: each use of the result, outputs included, reads
       `x` instead and the equation goes;
-    * `mul x -1` and `mul -1 x` become `neg x` (signed and inexact dtypes).
+    * `mul x -1` and `mul -1 x` become `neg x` (signed and inexact dtypes);
+    * negations move out of the way (inexact dtypes, where each rewrite is
+      exact in IEEE arithmetic): `add x (neg y)` and `add (neg y) x` become
+      `sub x y`, `sub x (neg y)` becomes `add x y`, and `mul (neg a) b`
+      whose negation nothing else reads becomes `neg (mul a b)`, so that a
+      sum it feeds absorbs it (reverse mode leaves such chains).
 
     A 1, 0 or -1 is a literal, a constant whose entries all are that
     number, or a `broadcast_to` of one. `mul x:f32[] 1.0:f64[]` is left
@@ -240,9 +245,20 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     env: dict[Var, Atom] = {}
     eqns: list[JaxprEqn] = []
     changed = False
+    uses: dict[Var, int] = {}
+    for a in [a for e in closed.jaxpr.eqns for a in e.invars] + list(closed.jaxpr.outvars):
+        if type(a) is Var:
+            uses[a] = uses.get(a, 0) + 1
     for eqn in closed.jaxpr.eqns:
         eqn = _renamed(eqn, env)
         rewrite = None if has_effects(eqn) else _simplified(eqn, uniform, producer)
+        if rewrite is None and not has_effects(eqn):
+            pushed = _negation_pushed_out(eqn, producer, uses)
+            if pushed is not None:
+                eqns.extend(pushed)
+                producer.update((v, e) for e in pushed for v in e.outvars)
+                changed = True
+                continue
         if rewrite is None:
             new = eqn
         elif isinstance(rewrite, JaxprEqn):
@@ -260,6 +276,36 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
             if value is not None:
                 uniform[new.outvars[0]] = value
     return _rebuilt(closed, eqns, env) if changed else closed
+
+
+def _negated(a: Atom, producer: dict[Var, JaxprEqn]) -> Atom | None:
+    """y, if `a` is `neg y` (None otherwise)."""
+    inner = producer.get(a) if type(a) is Var else None
+    if inner is None or inner.primitive.name != "neg" or inner.invars[0].aval is not inner.outvars[0].aval:
+        return None
+    return inner.invars[0]
+
+
+def _negation_pushed_out(
+    eqn: JaxprEqn, producer: dict[Var, JaxprEqn], uses: dict[Var, int]
+) -> list[JaxprEqn] | None:
+    """`mul (neg a) b` (or `mul b (neg a)`) as `t = mul a b; neg t`, when the
+    negation is read there only and the dtype is inexact (None otherwise)."""
+    if eqn.primitive.name != "mul" or len(eqn.invars) != 2 or len(eqn.outvars) != 1:
+        return None
+    out = eqn.outvars[0]
+    neg = _primitive_named("neg")
+    if neg is None or out.aval.dtype.kind not in "fc":
+        return None
+    for k, x in enumerate(eqn.invars):
+        a = _negated(x, producer)
+        if a is not None and type(x) is Var and uses.get(x) == 1:
+            ins = list(eqn.invars)
+            ins[k] = a
+            t = Var(out.aval)
+            return [JaxprEqn(eqn.primitive, ins, [t], eqn.params, eqn.source),
+                    JaxprEqn(neg, [t], [out], {}, eqn.source)]
+    return None
 
 
 def _uniform_value(a: Atom, uniform: dict[Var, Any]) -> Any:
@@ -302,8 +348,18 @@ def _simplified(
     elif name == "add" and len(ins) == 2:
         x, y = ins
         candidates = [a for a, other in ((x, y), (y, x)) if _is(other, 0, uniform)]
+        if not candidates and out.dtype.kind in "fc":
+            sub = _primitive_named("sub")
+            for a, b in ((x, y), (y, x)):
+                negated = _negated(b, producer)
+                if sub is not None and negated is not None:
+                    return JaxprEqn(sub, [a, negated], eqn.outvars, {}, eqn.source)
     elif name == "sub" and len(ins) == 2 and _is(ins[1], 0, uniform):
         candidates = [ins[0]]
+    elif name == "sub" and len(ins) == 2 and out.dtype.kind in "fc":
+        negated, add = _negated(ins[1], producer), _primitive_named("add")
+        if negated is not None and add is not None:
+            return JaxprEqn(add, [ins[0], negated], eqn.outvars, {}, eqn.source)
     elif name == "neg" and len(ins) == 1 and type(ins[0]) is Var:
         inner = producer.get(ins[0])
         if inner is not None and inner.primitive.name == "neg" and not has_effects(inner):

@@ -27,7 +27,7 @@ from fgrad.primitives.elementwise import (
     sub_p,
 )
 from fgrad.primitives.shapes import broadcast_to_p, reshape_p
-from tests.strategies import seeds, shapes, values
+from tests.strategies import broadcast_pairs, seeds, shapes, values
 
 F64 = ShapedArray((), np.float64)
 F32 = ShapedArray((), np.float32)
@@ -290,6 +290,44 @@ def test_simplify_renames_every_use_and_the_outputs():
     _assert_same_values(closed, simple, 0.7)
 
 
+NEGATIONS = {  # f(x, y), and the primitives the optimised jaxpr keeps
+    "x + (-y)": (lambda x, y: x + (-y), ["sub"]),
+    "(-y) + x": (lambda x, y: (-y) + x, ["sub"]),
+    "x - (-y)": (lambda x, y: x - (-y), ["add"]),
+    "(-x) * y + y": (lambda x, y: (-x) * y + y, ["mul", "sub"]),
+    "y * (-x) + y": (lambda x, y: y * (-x) + y, ["mul", "sub"]),
+    "(-x) * y * x - y": (lambda x, y: (-x) * y * x - y, ["mul", "mul", "neg", "sub"]),
+}
+
+
+@pytest.mark.parametrize("case", NEGATIONS.values(), ids=NEGATIONS.keys())
+@given(shapes_=broadcast_pairs(), seed=seeds)
+def test_negations_move_into_sums_exactly(case, shapes_, seed):
+    f, kept = case
+    x, y = values(shapes_[0], "real", seed), values(shapes_[1], "real", seed + 1)
+    closed = fgrad.make_jaxpr(f)(x, y)
+    simple = optimize_jaxpr(closed)
+    check_jaxpr(simple)
+    assert sorted(_names(simple)) == sorted(kept)
+    got, want = _run(simple, x, y), _run(closed, x, y)
+    np.testing.assert_array_equal(got[0], want[0])  # each rewrite is exact in IEEE arithmetic
+    assert np.shape(got[0]) == np.shape(want[0])
+
+
+def test_a_negation_read_twice_stays_where_it_is():
+    def f(x, y):
+        n = -x
+        return n * y + y, n
+
+    closed = fgrad.make_jaxpr(f)(np.ones(2), np.ones(2))
+    assert sorted(_names(optimize_jaxpr(closed))) == ["add", "mul", "neg"]
+
+
+def test_negations_of_integers_stay_where_they_are():
+    closed = fgrad.make_jaxpr(lambda x, y: (-x) * y + y)(np.ones(2, int), np.ones(2, int))
+    assert sorted(_names(optimize_jaxpr(closed))) == ["add", "mul", "neg"]
+
+
 def test_simplify_cascades_through_a_chain_in_one_pass():
     closed = fgrad.make_jaxpr(lambda x: fnp.negative(fnp.negative(x * 1.0 + 0.0)) - 0.0)(np.ones(3))
     simple = simplify_jaxpr(closed)
@@ -456,8 +494,9 @@ def test_optimize_cleans_up_the_gradient_of_the_seed_example():
     for e in opt.eqns:
         assert not (e.primitive.name == "mul" and any(_is_literal(a, 1.0) for a in e.invars)), e
         assert not (e.primitive.name == "neg" and isinstance(e.invars[0], Literal)), e
-    # The dead primal and the bookkeeping are gone: 1/x1, exp(x2), its negation, two adds.
-    assert sorted(_names(opt)) == ["add", "add", "div", "exp", "neg"]
+    # The dead primal and the bookkeeping are gone: 1/x1 + x2, and x1 - exp(x2), whose
+    # negation the sum absorbed.
+    assert sorted(_names(opt)) == ["add", "div", "exp", "sub"]
     dx1, dx2 = _run(opt, 2.0, 5.0)
     assert dx1 == 5.5
     assert dx2 == pytest.approx(-146.4131591025766, rel=1e-15)
