@@ -24,7 +24,7 @@ from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 
 __all__ = [
     "dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses",
-    "fold_constants", "simplify_jaxpr", "cse_jaxpr", "optimize_jaxpr",
+    "fold_constants", "simplify_jaxpr", "identity_products", "cse_jaxpr", "optimize_jaxpr",
 ]
 
 
@@ -391,6 +391,108 @@ def _primitive_named(name: str) -> Primitive | None:
 _by_name: dict[str, Primitive] = {}
 
 
+# --- identity_products ----------------------------------------------------------------
+
+_IDENTITY = "identity"  # the diagonal of an identity matrix, in identity_products
+
+
+def identity_products(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Products with diagonal matrices built from an identity constant, as
+    what they are. Jacobians built over the standard basis (`jacrev`,
+    `jacfwd`, `hessian`) multiply the identity by vectors and then multiply
+    the result into matrices: `matmul (mul eye v) C` costs n^3 operations
+    where `mul v[:, None] C` costs n^2.
+
+    A variable is known to be diagonal, `eye(n) * w` for a vector `w` of
+    length n (or a scalar), when it is a constant equal to the identity, a
+    `mul` of a known diagonal by a vector or a scalar (`w * v` is computed on
+    its own), or a `transpose` of one. Then `matmul D C` becomes `mul
+    w[:, None] C`, `matmul C D` becomes `mul C w` (for a vector `C`, `mul C
+    w`), or just `C` when D is the identity itself. The dense equations stay
+    until DCE finds them unused. Only for inexact dtypes all alike, where
+    the result is the dense product's (the zeros add nothing), unless an
+    entry of C is inf or nan: the dense product then spreads a nan over
+    its row or column, this one does not.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> closed = fgrad.make_jaxpr(lambda v, C: (np.eye(3) * v) @ C)(np.ones(3), np.ones((3, 2)))
+    >>> print(dce_closed_jaxpr(identity_products(closed)))
+    { lambda ; a:f64[3] b:f64[3,2]. let
+        c:f64[3,1] = reshape[new_shape=(3, 1)] a
+        d:f64[3,2] = mul c b
+      in (d,) }
+    """
+    diagonal: dict[Var, Any] = {}  # variable -> its diagonal: an atom, or _IDENTITY
+    for constvar, c in zip(closed.jaxpr.constvars, closed.consts):
+        if _is_identity(c):
+            diagonal[constvar] = _IDENTITY
+    if not diagonal:
+        return closed
+    mul, reshape = _primitive_named("mul"), _primitive_named("reshape")
+    if mul is None or reshape is None:
+        return closed
+    env: dict[Var, Atom] = {}
+    eqns: list[JaxprEqn] = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        eqn = _renamed(eqn, env)
+        name, ins = eqn.primitive.name, eqn.invars
+        if has_effects(eqn) or len(eqn.outvars) != 1 or len(ins) not in (1, 2):
+            eqns.append(eqn)
+            continue
+        out = eqn.outvars[0]
+        known: list[Any] = [diagonal.get(a) if type(a) is Var else None for a in ins]
+        if name == "transpose" and known[0] is not None:
+            diagonal[out] = known[0]
+        elif name == "mul" and len(ins) == 2 and sum(k is not None for k in known) == 1:
+            d = 0 if known[0] is not None else 1
+            matrix, v, before = ins[d], ins[1 - d], known[d]
+            n = matrix.aval.shape[0]
+            if out.aval is matrix.aval and v.aval.shape in ((n,), ()) and _same_inexact(matrix, v):
+                if before is _IDENTITY:
+                    diagonal[out] = v
+                else:
+                    product = Var(mul.abstract_eval(before.aval, v.aval))
+                    eqns.append(JaxprEqn(mul, [before, v], [product], {}, eqn.source))
+                    diagonal[out] = product
+        elif name == "matmul" and len(ins) == 2 and sum(k is not None for k in known) == 1:
+            d = 0 if known[0] is not None else 1
+            C, w = ins[1 - d], known[d]
+            if _same_inexact(ins[d], C) and C.aval.ndim in (1, 2):
+                if w is _IDENTITY:
+                    if C.aval is out.aval:
+                        env[out] = C
+                        changed = True
+                        continue
+                elif d == 0 and C.aval.ndim == 2 and w.aval.ndim == 1:
+                    column = Var(reshape.abstract_eval(w.aval, new_shape=(w.aval.shape[0], 1)))
+                    new = [JaxprEqn(reshape, [w], [column], {"new_shape": (w.aval.shape[0], 1)}, eqn.source),
+                           JaxprEqn(mul, [column, C], [out], {}, eqn.source)]
+                    if mul.abstract_eval(column.aval, C.aval) is out.aval:
+                        eqns.extend(new)
+                        changed = True
+                        continue
+                elif mul.abstract_eval(C.aval, w.aval) is out.aval:  # C @ D, or D @ a vector
+                    eqns.append(JaxprEqn(mul, [C, w], [out], {}, eqn.source))
+                    changed = True
+                    continue
+        eqns.append(eqn)
+    return _rebuilt(closed, eqns, env) if changed else closed
+
+
+def _is_identity(c: Any) -> bool:
+    arr = np.asarray(c) if isinstance(c, np.ndarray) else None
+    if arr is None or arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.dtype.kind not in "fc":
+        return False
+    return bool(np.array_equal(arr, np.eye(arr.shape[0], dtype=arr.dtype)))
+
+
+def _same_inexact(a: Atom, b: Atom) -> bool:
+    """Both of one inexact dtype (b may be a weak scalar of its kind)."""
+    kind = a.aval.dtype.kind
+    return kind in "fc" and (b.aval.dtype == a.aval.dtype or b.aval.weak_type and b.aval.dtype.kind == kind)
+
+
 # --- cse_jaxpr ------------------------------------------------------------------------
 
 #: Primitives whose two operands may be swapped (exactly, in floating point too).
@@ -531,7 +633,8 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     """What `jit` runs on a staged jaxpr: nested calls inlined, then constant
-    folding, simplification, CSE and DCE, again until a round changes nothing
+    folding, simplification, identity products, CSE and DCE, again until a
+    round changes nothing
     (at most `max_rounds`).
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -542,7 +645,7 @@ def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     closed = inline_calls(closed)
     for _ in range(max_rounds):
         folded = fold_constants(closed)
-        simplified = simplify_jaxpr(folded)
+        simplified = identity_products(simplify_jaxpr(folded))
         merged = cse_jaxpr(simplified)
         pruned = dce_closed_jaxpr(merged)
         if (

@@ -15,7 +15,14 @@ from fgrad.core.trace import Primitive
 from fgrad.ir.check import check_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from fgrad.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from fgrad.ir.passes import cse_jaxpr, fold_constants, optimize_jaxpr, simplify_jaxpr
+from fgrad.ir.passes import (
+    cse_jaxpr,
+    dce_closed_jaxpr,
+    fold_constants,
+    identity_products,
+    optimize_jaxpr,
+    simplify_jaxpr,
+)
 from fgrad.primitives.elementwise import (
     add_p,
     convert_element_type_p,
@@ -586,3 +593,51 @@ def test_inline_calls_keeps_checkpoint_and_brings_constants_along():
     check_jaxpr(inlined)
     assert [e.primitive.name for e in inlined.eqns] == ["mul", "checkpoint"]
     np.testing.assert_allclose(eval_jaxpr(inlined.jaxpr, inlined.consts, np.ones(3))[0], np.sin(c))
+
+
+# --- identity_products ----------------------------------------------------------------
+DIAGONAL_PRODUCTS = {  # f(v, C, s) with eye a constant; the primitives left after DCE
+    "(eye * v) @ C": (lambda v, C, s: (np.eye(4) * v) @ C, ["mul", "reshape"]),
+    "(v * eye) @ C": (lambda v, C, s: (v * np.eye(4)) @ C, ["mul", "reshape"]),
+    "C @ (eye * v)": (lambda v, C, s: C.T @ (np.eye(4) * v), ["mul", "transpose"]),
+    "(eye * v * v * s).T @ C": (lambda v, C, s: (np.eye(4) * v * v * s).T @ C, ["mul", "mul", "mul", "reshape"]),
+    "(eye * v) @ v": (lambda v, C, s: (np.eye(4) * v) @ v, ["mul"]),
+    "eye @ C": (lambda v, C, s: np.eye(4) @ C, []),
+    "(eye * s) @ C": (lambda v, C, s: (np.eye(4) * s) @ C, ["mul"]),
+}
+
+
+@pytest.mark.parametrize("case", DIAGONAL_PRODUCTS.values(), ids=DIAGONAL_PRODUCTS.keys())
+@given(seed=seeds)
+def test_products_with_diagonals_of_the_identity_skip_the_zeros_and_equal_the_dense_product(case, seed):
+    f, kept = case
+    v, C, s = values((4,), "real", seed), values((4, 3), "real", seed + 1), values((), "real", seed + 2)
+    closed = fgrad.make_jaxpr(f)(v, C, s)
+    assert "matmul" in _names(closed)
+    found = dce_closed_jaxpr(identity_products(closed))
+    check_jaxpr(found)
+    assert sorted(_names(found)) == sorted(kept)
+    got, want = _run(found, v, C, s), _run(closed, v, C, s)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-15, atol=1e-300)
+    assert np.shape(got[0]) == np.shape(want[0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda v, C: (np.eye(4) + 1e-300 * np.ones((4, 4))) * v @ C,  # not the identity
+    lambda v, C: (np.eye(4) * v.astype(np.float32)) @ C,  # dtypes differ: the product promotes
+    lambda v, C: (np.eye(4) * C[:, :1]) @ C,  # a column (not recognised)
+    lambda v, C: (np.eye(4, dtype=int) * v.astype(int)) @ C.astype(int),  # integers
+])
+def test_identity_products_leave_what_is_not_a_diagonal_of_the_identity(make):
+    v, C = np.arange(1.0, 5.0), np.arange(16.0).reshape(4, 4)
+    closed = fgrad.make_jaxpr(make)(v, C)
+    assert "matmul" in _names(dce_closed_jaxpr(identity_products(closed)))
+
+
+@pytest.mark.parametrize("transform", ["jacrev", "jacfwd", "hessian"])
+def test_jitted_jacobians_over_the_basis_equal_eager_ones(transform):
+    A = np.random.default_rng(0).standard_normal((6, 6)) / 3
+    f = lambda x: fnp.tanh(A @ x) * x if transform != "hessian" else fnp.sum(fnp.tanh(A @ x) ** 2)  # noqa: E731
+    x = np.linspace(-1.0, 1.0, 6)
+    eager = getattr(fgrad, transform)(f)(x)
+    np.testing.assert_allclose(fgrad.jit(getattr(fgrad, transform)(f))(x), eager, rtol=1e-13, atol=1e-15)
