@@ -378,7 +378,9 @@ def jit(
     nothing is donated.
     Arrays it closes over are captured by reference when it traces: pass an
     array that changes between calls as an argument, since a later call may
-    or may not see a change made in place.
+    or may not see a change made in place. Python values it reads (globals,
+    attributes) are read once, when it traces, as in JAX. Up to 64 traced
+    versions are kept per jitted function; `clear_cache()` drops them.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)
