@@ -67,7 +67,7 @@ def test_custom_jvp_defjvps_nondiff_argnums_and_pytrees():
 
 def test_custom_jvp_shows_as_one_equation_and_evaluates():
     text = str(fgrad.make_jaxpr(softplus)(1.0))
-    assert "custom_jvp_call[call_jaxpr={ lambda ; a:f64[]. let" in text and "name=softplus" in text
+    assert "custom_jvp_call[name=softplus call_jaxpr={ lambda ; a:f64[]. let" in text and "name=softplus" in text
     closed = fgrad.make_jaxpr(softplus)(1.0)
     assert fgrad.eval_jaxpr(closed.jaxpr, closed.consts, 0.0)[0] == np.log(2.0)
 

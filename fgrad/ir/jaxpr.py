@@ -204,8 +204,9 @@ def _pp_param(value: Any) -> str:
 def pp_eqn(eqn: JaxprEqn, name: _Namer) -> str:
     lhs = " ".join(_pp_binder(v, name) for v in eqn.outvars)
     params = ""
-    if eqn.params:
-        params = "[" + " ".join(f"{k}={_pp_param(v)}" for k, v in eqn.params.items()) + "]"
+    if eqn.params:  # a call's name first, then its jaxpr, as JAX prints them
+        items = sorted(eqn.params.items(), key=lambda kv: kv[0] != "name")
+        params = "[" + " ".join(f"{k}={_pp_param(v)}" for k, v in items) + "]"
     args = " ".join(_pp_atom(a, name) for a in eqn.invars)
     rhs = f"{eqn.primitive.name}{params} {args}".rstrip()
     return f"{lhs} = {rhs}" if lhs else rhs

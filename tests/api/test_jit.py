@@ -80,7 +80,7 @@ def test_custom_rules_and_checkpoint_inside_jit():
 def test_it_is_one_equation_and_grad_splits_it_in_two():
     closed = fgrad.make_jaxpr(fgrad.jit(f))(2.0, 5.0)
     assert [e.primitive.name for e in closed.eqns] == ["jit"]
-    assert "jit[jaxpr={ lambda ; a:f64[] b:f64[]. let" in str(closed)
+    assert "jit[name=f jaxpr={ lambda ; a:f64[] b:f64[]. let" in str(closed)
     grad_jaxpr = fgrad.make_jaxpr(fgrad.grad(fgrad.jit(f)))(2.0, 5.0)
     check_jaxpr(grad_jaxpr)
     # the primal part with its residuals, and the backward pass of the tangent part
