@@ -174,17 +174,32 @@ def _identity(n: int, dtype: np.dtype) -> np.ndarray:
     return eye
 
 
-def _std_basis(avals: Sequence[ShapedArray], dtype: np.dtype) -> list[np.ndarray]:
+def _std_basis(avals: Sequence[ShapedArray]) -> list[np.ndarray]:
     """The standard basis of the flattened, concatenated `avals`, split back
-    into arrays of shape (total size, *aval.shape)."""
+    into arrays of shape (total size, *aval.shape).
+
+    Each piece has its own aval's dtype, not one dtype common to all: it is a
+    tangent (jacfwd) or cotangent (jacrev) for that leaf, and those must have
+    the leaf's dtype; a float32 input beside a float64 one gets a float32 basis.
+    As in JAX, jacfwd's Jacobians then have the outputs' dtypes (by NumPy
+    promotion inside the function) and jacrev's the inputs' dtypes.
+    """
     total = sum(a.size for a in avals)
-    small = total * total * dtype.itemsize <= _CACHED_IDENTITY_BYTES
-    eye = _identity(total, dtype) if small else np.eye(total, dtype=dtype)
+    eyes: dict[np.dtype, np.ndarray] = {}
     out, start = [], 0
     for a in avals:
-        out.append(eye[:, start:start + a.size].reshape(total, *a.shape))
+        if a.dtype not in eyes:
+            eyes[a.dtype] = _eye(total, a.dtype)
+        out.append(eyes[a.dtype][:, start:start + a.size].reshape(total, *a.shape))
         start += a.size
     return out
+
+
+def _eye(n: int, dtype: np.dtype) -> np.ndarray:
+    """An n x n identity of `dtype`: the cached, read-only one when it is small."""
+    if n * n * dtype.itemsize <= _CACHED_IDENTITY_BYTES:
+        return _identity(n, dtype)
+    return np.eye(n, dtype=dtype)
 
 
 def _split(jac: Any, axis: int, avals: Sequence[ShapedArray], lead: tuple[int, ...],
@@ -251,13 +266,12 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd", "c" if holomorphic else "f")
         in_avals = [get_aval(x).strip_weak_type() for x in leaves]
-        dtype = np.result_type(*[a.dtype for a in in_avals])
 
         def pushfwd(*basis: Any) -> Any:
             return jvp(f, dyn, tuple(tree_unflatten(in_tree, list(basis))), has_aux=has_aux)
 
         out_axes = (None, -1, None) if has_aux else (None, -1)
-        results = vmap(pushfwd, out_axes=out_axes)(*_std_basis(in_avals, dtype))
+        results = vmap(pushfwd, out_axes=out_axes)(*_std_basis(in_avals))
         y, jac = results[0], results[1]
         y_leaves, y_tree = tree_flatten(y)
         if holomorphic:
@@ -295,8 +309,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
         y_leaves, y_tree = tree_flatten(y)
         out_avals = [get_aval(x).strip_weak_type() for x in y_leaves]
         _check_outputs("jacrev", fun, out_avals, holomorphic)
-        dtype = np.result_type(*[a.dtype for a in out_avals])
-        basis = tree_unflatten(y_tree, _std_basis(out_avals, dtype))
+        basis = tree_unflatten(y_tree, _std_basis(out_avals))
         cts = tree_flatten(vmap(pullback)(basis))[0]  # per input leaf: (total output size, *shape)
         rebuild = _arg_structure(in_tree, argnums)
         per_output = [_split(ct, 0, out_avals, (), a.shape) for ct, a in zip(cts, in_avals)]
