@@ -286,7 +286,8 @@ class Tracer:
             "give (that would silently drop its derivative under grad, jvp or vjp, and it has no "
             "single value under vmap, make_jaxpr or jit). Use the function from fgrad.numpy "
             "instead (import fgrad.numpy as fnp); to put it into a NumPy array y, write "
-            "y = fnp.at(y)[i].set(v) rather than y[i] = v."
+            "y = fnp.at(y)[i].set(v) rather than y[i] = v; to index a NumPy array y with it, "
+            "write fnp.at(y)[i].get() or fnp.take(y, i, axis=0) rather than y[i]."
         )
 
     def __setitem__(self, idx: Any, value: Any) -> None:

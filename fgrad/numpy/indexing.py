@@ -5,10 +5,17 @@ which return a new array and leave x unchanged. (``x.at[idx]`` works on traced
 values only, NumPy arrays having no ``.at``: write ``at(x)[idx]`` in code that
 may see either.)
 
-Indices are static: they are parameters of the getitem and scatter primitives,
-known when a function is traced. An index that is itself traced (under vmap
-over the indices, or make_jaxpr) has no concrete value and is refused with an
-error saying so; a gather with traced indices is a later feature.
+An index whose value fgrad knows when it traces (a constant, or a value
+under grad, whose tracers carry one) is static: a parameter of the getitem
+and index_* primitives, checked as NumPy checks it. An integer index that is
+itself traced (under jit, vmap over the indices, make_jaxpr) becomes an
+operand of the gather and scatter primitives instead (`primitives/gather.py`):
+the result's shape is the index's shape, which is known. fgrad cannot check
+such an index's values, so it follows JAX: a negative index counts from the
+end, then reading (indexing, take, take_along_axis, ``.at[].get()``) clamps
+what is still out of bounds into the axis, and updates (``.at[].set()``,
+``add`` ...) out of bounds are dropped (``mode="clip"`` clamps them). A
+boolean mask must stay concrete: it fixes the shape of the result.
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.avals import ShapedArray, get_aval
-from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx
 from ..primitives import elementwise as ew
+from ..primitives import gather as dynamic
 from ..primitives import indexing, reductions, shapes
 from ..primitives.indexing import StaticIndex, indexed_shape, stand_in
 from . import ufuncs
@@ -76,7 +84,129 @@ def static_index(idx: Any) -> StaticIndex:
 
 def getitem(x: ArrayLike, idx: Any) -> Array:
     """`x[idx]` for a traced `x`."""
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    if any(_is_traced(e) for e in entries):
+        return _gather(operand(x), entries)
     return indexing.getitem(operand(x), idx=static_index(idx))
+
+
+# --- traced indices: gather and scatter -------------------------------------------
+
+
+def _is_traced(entry: Any) -> bool:
+    """An index entry whose value no transform knows (only its type)."""
+    return isinstance(entry, Tracer) and concrete_value(entry, None) is None
+
+
+def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
+    """NumPy's index `entries` into an array of `shape`, some of them traced
+    integer arrays, as the gather primitive's operands: one integer array per
+    leading axis of x, broadcasting to the result's leading axes, which are
+    laid out as NumPy lays them out (the advanced indices' broadcast shape in
+    place, or first when slices separate them; a size-1 axis for each None).
+    The trailing axes that full slices take stay whole."""
+    items: list[Any] = []  # None, slice, or ("array", value)
+    for e in entries:
+        if e is None or isinstance(e, slice):
+            items.append(slice(*(None if v is None else operator.index(static_index_array(v))
+                                 for v in (e.start, e.stop, e.step))) if isinstance(e, slice) else None)
+        elif e is Ellipsis:
+            items.append(Ellipsis)
+        elif isinstance(e, Tracer):
+            kind = e.aval.dtype.kind
+            if kind == "b":
+                raise IndexError(
+                    f"a boolean mask index is a traced value ({e.aval.str_short()}): the shape of the "
+                    "result would depend on its values, which fgrad does not know when it traces. "
+                    "Select with fgrad.numpy.where(mask, x, 0) instead, or pass the mask as a constant."
+                )
+            if kind not in "iu":
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer "
+                    f"or boolean arrays are valid indices, got a traced {e.aval.str_short()}"
+                )
+            items.append(("array", e))
+        else:
+            value = _index_entry(e)
+            if isinstance(value, np.ndarray) and value.dtype == bool:
+                if value.ndim == 0:
+                    raise IndexError("a boolean scalar index beside a traced index is not supported; "
+                                     "index with the traced index alone, then add the axis with None")
+                items.extend(("array", part) for part in np.nonzero(value))
+            else:
+                items.append(("array", np.asarray(value)))
+    taken = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if taken > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {taken} were indexed")
+    if items.count(Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    at = items.index(Ellipsis) if Ellipsis in items else len(items)
+    items[at:at + 1] = [slice(None)] * (len(shape) - taken)
+    # The axes of x each item takes, and the shape of the advanced indices together.
+    dims: list[int] = []  # (a None takes no axis: -1)
+    axis = 0
+    for item in items:
+        dims.append(-1 if item is None else axis)
+        axis += item is not None
+    advanced = [k for k, item in enumerate(items) if isinstance(item, tuple)]
+    for k in advanced:
+        value, n = items[k][1], shape[dims[k]]
+        if not isinstance(value, Tracer) and value.size and not (-n <= value.min() and value.max() < n):
+            np.take(np.arange(n), value)  # NumPy's IndexError, naming the index and the size
+    try:
+        block = broadcast_shapes(*(np.shape(items[k][1]) for k in advanced))
+    except ValueError:
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes "
+            + " ".join(str(np.shape(items[k][1])) for k in advanced)
+        ) from None
+    # Full slices at the end stay whole; everything before becomes an index array.
+    trailing = 0
+    for item, dim in zip(reversed(items), reversed(dims)):
+        if not isinstance(item, slice) or item.indices(shape[dim]) != (0, shape[dim], 1):
+            break
+        trailing += 1
+    kept = items[:len(items) - trailing]
+    adjacent = advanced[-1] - advanced[0] + 1 == len(advanced)
+    # The leading result axes: one per slice and None, the block where NumPy puts it.
+    layout: list[Any] = []
+    for k, item in enumerate(kept):
+        if isinstance(item, tuple):
+            if k == advanced[0]:
+                layout.append("block")
+        else:
+            layout.append(k)
+    if not adjacent:
+        layout = ["block"] + [a for a in layout if a != "block"]
+    rank = len(layout) - 1 + len(block)
+    start = 0
+    positions: dict[Any, int] = {}
+    for a in layout:
+        positions[a] = start
+        start += len(block) if a == "block" else 1
+    operands: list[Any] = []
+    for k, item in enumerate(kept):
+        if item is None:
+            continue
+        if isinstance(item, slice):
+            values = np.arange(*item.indices(shape[dims[k]]), dtype=np.intp)
+            lead = positions[k]
+            operands.append(values.reshape((1,) * lead + values.shape + (1,) * (rank - lead - 1)))
+            continue
+        value = item[1]
+        v_shape = np.shape(value)
+        lead = positions["block"] + len(block) - len(v_shape)
+        new_shape = (1,) * lead + v_shape + (1,) * (rank - lead - len(v_shape))
+        if isinstance(value, Tracer):
+            operands.append(value if v_shape == new_shape else shapes.reshape(value, new_shape=new_shape))
+        else:
+            operands.append(value.astype(np.intp).reshape(new_shape))
+    return operands
+
+
+def _gather(x: Any, entries: tuple[Any, ...], mode: str = "clip") -> Any:
+    return dynamic.gather(x, *_gather_form(shape_of(x), entries), mode=mode)
 
 
 def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
@@ -92,6 +222,15 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
         return np.take(a, indices, axis=axis, out=out, mode=mode)  # type: ignore[call-overload]
     check_no_out(out, "take")
     x = operand(a)
+    if _is_traced(indices):  # the values are not known: clamped (mode 'raise' or 'clip') or wrapped
+        if axis is None:
+            x = shapes.reshape(x, new_shape=(get_aval(x).size,))
+        ax = normalize_axis_index(0 if axis is None else axis, len(shape_of(x)))
+        if mode == "wrap":
+            indices = ufuncs.remainder(indices, shape_of(x)[ax])
+        elif mode not in ("raise", "clip"):
+            raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+        return _gather(x, (*(slice(None),) * ax, indices))
     indices = static_index_array(indices, "indices")
     given = shape_of(x)
     if axis is None:
@@ -120,8 +259,13 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -
     if ctx.trace is EVAL_TRACE:
         return np.take_along_axis(arr, indices, axis)
     x = operand(arr)
-    ind = np.asarray(static_index_array(indices, "indices"))
-    np.take_along_axis(stand_in(shape_of(x)), ind, axis)  # NumPy's checks and errors
+    traced = _is_traced(indices)
+    ind = indices if traced else np.asarray(static_index_array(indices, "indices"))
+    if traced and get_aval(ind).dtype.kind not in "iu":
+        raise IndexError(f"take_along_axis: `indices` must be integers, got a traced "
+                         f"{get_aval(ind).str_short()}")
+    # NumPy's checks and errors, on stand-ins of the shapes.
+    np.take_along_axis(stand_in(shape_of(x)), np.zeros(shape_of(ind), np.intp) if traced else ind, axis)
     if axis is None:
         x = shapes.reshape(x, new_shape=(get_aval(x).size,))
     shape = shape_of(x)
@@ -132,6 +276,8 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -
             fancy.append(ind)
         else:  # this axis's positions, shaped to broadcast along it
             fancy.append(np.arange(n).reshape((1,) * dim + (n,) + (1,) * (len(shape) - dim - 1)))
+    if traced:
+        return _gather(x, tuple(fancy))
     return indexing.getitem(x, idx=StaticIndex(fancy))
 
 
@@ -264,7 +410,30 @@ class IndexUpdateRef:
             v = shapes.reshape(v, new_shape=v_aval.shape[extra:])
         return v
 
+    def _traced(self) -> bool:
+        entries = self.index if isinstance(self.index, tuple) else (self.index,)
+        return any(_is_traced(e) for e in entries)
+
+    def _scatter(self, prim: Primitive, values: ArrayLike, method: str, mode: str | None) -> Array:
+        """The update with a traced index: out-of-bound updates dropped (JAX's
+        default) or, with mode='clip', clamped into bounds."""
+        if mode not in (*_MODES, "drop"):
+            raise ValueError(f"at[...].{method}(): with a traced index, mode may be None, "
+                             f"'promise_in_bounds', 'clip' or 'drop', not {mode!r}")
+        x = operand(self.array)
+        entries = self.index if isinstance(self.index, tuple) else (self.index,)
+        indices = _gather_form(shape_of(x), entries)
+        aval = get_aval(x).strip_weak_type()
+        target = broadcast_shapes(*(np.shape(i) for i in indices)) + aval.shape[len(indices):]
+        v = self._values(values, aval, target)
+        scatter = _SCATTERS[prim]
+        mode = "clip" if mode == "clip" else "drop"
+        scatter.abstract_eval(aval, get_aval(v), *(get_aval(i) for i in indices), mode=mode)
+        return scatter.bind(x, v, *indices, mode=mode)
+
     def _update(self, prim: Primitive, values: ArrayLike, method: str, mode: str | None) -> Array:
+        if self._traced():
+            return self._scatter(prim, values, method, mode)
         x = operand(self.array)
         idx = self._static_index(method, mode)
         aval = get_aval(x).strip_weak_type()
@@ -276,6 +445,12 @@ class IndexUpdateRef:
                          mode: str | None) -> Array:
         """x with ``x[idx] = fn(x[idx])`` (or ``fn(x[idx], values)``), applied again for
         each further selection of an element, in NumPy's order (as ufunc.at)."""
+        if self._traced():
+            raise NotImplementedError(
+                f"at[...].{method}() with a traced index is not supported: which elements it selects "
+                "more than once is not known when fgrad traces. Pass the index as a constant, or "
+                "write the update with at[...].set/add/multiply/min/max, which take traced indices."
+            )
         x = operand(self.array)
         idx = self._static_index(method, mode)
         aval = get_aval(x).strip_weak_type()
@@ -312,6 +487,13 @@ class IndexUpdateRef:
             fill_value: Any = None) -> Array:
         """``x[idx]`` (a copy, not a view)."""
         x = operand(self.array)
+        if self._traced():
+            if mode not in _MODES or fill_value is not None:
+                raise ValueError(f"at[...].get(): with a traced index, mode may be None, "
+                                 f"'promise_in_bounds' or 'clip' (out-of-bound indices are clamped), "
+                                 f"not {mode!r}" + (" with a fill_value" if fill_value is not None else ""))
+            entries = self.index if isinstance(self.index, tuple) else (self.index,)
+            return _gather(x, entries)
         idx = self._static_index("get", mode, fill_value)
         if ctx.trace is EVAL_TRACE:
             out = np.asarray(x)[tuple(idx)]
@@ -380,6 +562,13 @@ class IndexUpdateRef:
 
     def __repr__(self) -> str:
         return f"at({type(self.array).__name__})[{self.index!r}]"
+
+
+_SCATTERS = {
+    indexing.index_set_p: dynamic.scatter_set_p, indexing.index_add_p: dynamic.scatter_add_p,
+    indexing.index_mul_p: dynamic.scatter_mul_p, indexing.index_min_p: dynamic.scatter_min_p,
+    indexing.index_max_p: dynamic.scatter_max_p,
+}
 
 
 class IndexUpdateHelper:

@@ -16,6 +16,7 @@
 | linalg | matmul einsum |
 | decompositions | solve inv pinv det slogdet cholesky qr eigh eigvalsh svd svdvals |
 | indexing | getitem index_add index_set index_mul index_min index_max |
+| gather | gather scatter_add scatter_set scatter_mul scatter_min scatter_max scatter_mul_cofactors |
 | special | erf erfc erf_inv lgamma digamma polygamma logistic logit xlogy xlog1py entr |
 
 `derivatives` and `batching` hold the helpers that build rules.
@@ -26,6 +27,7 @@ from . import (
     decompositions,
     derivatives,
     elementwise,
+    gather,
     indexing,
     linalg,
     reductions,
@@ -35,6 +37,6 @@ from . import (
 )
 
 __all__ = [
-    "batching", "decompositions", "derivatives", "elementwise", "indexing", "linalg", "reductions",
+    "batching", "decompositions", "derivatives", "elementwise", "gather", "indexing", "linalg", "reductions",
     "shapes", "sorting", "special",
 ]

@@ -278,14 +278,15 @@ def test_indexing_function_errors_match_numpy():
             fgrad.make_jaxpr(f)(x)  # fgrad
 
 
-def test_traced_indices_are_refused_with_a_clear_error():
+def test_traced_indices_are_operands_of_gather_and_scatter():
+    # Once refused ("fgrad needs indices as concrete values"): the result's
+    # shape is the index's, which is known (tests/primitives/test_gather.py
+    # checks every form and transform).
     x = np.arange(4.0)
-    message = "indices is a traced value.*dynamic gather.*not supported yet"
-    with pytest.raises(fgrad.ConcretizationTypeError, match=message):
-        fgrad.vmap(lambda i: fnp.take(x, i))(np.array([[0, 1], [2, 3]]))
-    with pytest.raises(fgrad.ConcretizationTypeError, match=message):
-        fgrad.make_jaxpr(lambda x, i: fnp.take_along_axis(x, i, 0))(x, np.array([1, 0]))
-    with pytest.raises(fgrad.ConcretizationTypeError, match="index is a traced value"):
-        fgrad.make_jaxpr(lambda x, i: x[i])(x, 1)
-    with pytest.raises(fgrad.ConcretizationTypeError, match="index is a traced value"):
-        fgrad.vmap(lambda i: fnp.at(x)[i].set(0.0))(np.array([0, 1]))
+    np.testing.assert_array_equal(fgrad.vmap(lambda i: fnp.take(x, i))(np.array([[0, 1], [2, 3]])),
+                                  [[0.0, 1.0], [2.0, 3.0]])
+    closed = fgrad.make_jaxpr(lambda x, i: fnp.take_along_axis(x, i, 0))(x, np.array([1, 0]))
+    assert [e.primitive.name for e in closed.eqns] == ["gather"]
+    assert fgrad.make_jaxpr(lambda x, i: x[i])(x, 1).eqns[-1].primitive.name == "gather"
+    np.testing.assert_array_equal(fgrad.vmap(lambda i: fnp.at(x)[i].set(0.0))(np.array([0, 1])),
+                                  [[0.0, 1.0, 2.0, 3.0], [0.0, 0.0, 2.0, 3.0]])
