@@ -194,6 +194,10 @@ def test_gradients_through_traced_indices_equal_those_through_constant_ones(form
     want = fgrad.grad(lambda x: fnp.sum(fnp.sin(form(x, I))))(X)
     got = fgrad.jit(fgrad.grad(lambda x, i: fnp.sum(fnp.sin(form(x, i)))))(X, I)
     np.testing.assert_allclose(got, want, rtol=1e-14)
+    t = np.cos(X)
+    _, want_t = fgrad.jvp(lambda x: fnp.sin(form(x, I)), (X,), (t,))
+    _, got_t = fgrad.jit(lambda x, i, t: fgrad.jvp(lambda x: fnp.sin(form(x, i)), (x,), (t,)))(X, I, t)
+    np.testing.assert_allclose(got_t, want_t, rtol=1e-14)
 
 
 UPDATES = {
