@@ -198,6 +198,8 @@ def _pp_param(value: Any) -> str:
         return value.name
     if isinstance(value, (Jaxpr, ClosedJaxpr)):  # a sub-jaxpr: indented under its equation
         return str(value).replace("\n", "\n    ")
+    if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        return "(" + " ".join(_pp_param(v) for v in value) + ")"  # a cond's branches
     return str(value)
 
 

@@ -1,0 +1,20 @@
+"""Structured control flow, as JAX's `lax`: `cond`, `switch`, `select`,
+`while_loop`, `fori_loop`, `scan`, `map` and `stop_gradient`.
+
+Each is one primitive whose functions are closed jaxprs (one module per
+primitive, with its rules), so that it works where Python control flow
+cannot: under `jit` and `make_jaxpr`, and under `vmap` where the condition
+differs between examples. Eagerly `cond` runs one branch and the loops run
+as Python loops. Reverse mode through `while_loop` works (unlike JAX's) where
+the condition is known, under `grad` outside `jit`: the loop is unrolled as
+it runs, keeping each iteration's residuals, as many as there were
+iterations.
+"""
+
+from ..api.transformations import stop_gradient
+from .cond import cond, select, switch
+from .loops import fori_loop, while_loop
+from .scan import map, scan
+
+__all__ = ["cond", "switch", "select", "while_loop", "fori_loop", "scan", "map", "stop_gradient"]
+

@@ -1,0 +1,147 @@
+"""What the control-flow primitives share: staging a user's function of pytrees
+into a closure-converted jaxpr, checking that its results keep their types,
+reordering a jaxpr's inputs and outputs, and running a jaxpr on the current
+trace (reverse mode unrolls loops whose steps are known)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..api.arguments import to_input
+from ..api.pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ..core.avals import ShapedArray, get_aval
+from ..core.errors import ConcretizationTypeError
+from ..core.trace import Trace, Tracer, ctx
+from ..ir.evaluate import eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
+from ..ir.staging import closure_convert, trace_to_jaxpr
+from ..transforms.forward import JVPTracer
+
+__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "run_on",
+           "concrete", "ABSTRACT_ADVICE"]
+
+ABSTRACT_ADVICE = (
+    "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
+    "values, as in JAX: use fgrad.lax.cond or fgrad.numpy.where inside them instead of a Python `if`."
+)
+
+
+class Staged:
+    """A user's function staged: its closure-converted jaxpr (what it closed over
+    first, then its arguments' leaves), those values, and its output's tree."""
+
+    __slots__ = ("jaxpr", "consts", "out_tree")
+
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef) -> None:
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.out_tree = out_tree
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+
+def leaves_of(tree: Any) -> tuple[list[Any], PyTreeDef]:
+    """A pytree's leaves as values fgrad traces (Python numbers become NumPy scalars)."""
+    leaves, treedef = tree_flatten(tree)
+    return [to_input(x) for x in leaves], treedef
+
+
+def avals_of(leaves: Sequence[Any]) -> list[ShapedArray]:
+    return [get_aval(x).strip_weak_type() for x in leaves]
+
+
+def stage(fun: Callable[..., Any], in_trees: Sequence[PyTreeDef], in_avals: Sequence[Sequence[ShapedArray]],
+          name: str) -> Staged:
+    """`fun(*args)` staged at abstract arguments: argument k a pytree of
+    structure `in_trees[k]` whose leaves have `in_avals[k]`."""
+    counts = [len(a) for a in in_avals]
+    out: list[PyTreeDef] = []
+
+    def flat_fun(*leaves: Any) -> list[Any]:
+        args, start = [], 0
+        for tree, n in zip(in_trees, counts):
+            args.append(tree_unflatten(tree, list(leaves[start:start + n])))
+            start += n
+        out_leaves, out_tree = tree_flatten(fun(*args))
+        out.append(out_tree)
+        return [to_input(x) for x in out_leaves]
+
+    flat_avals = [a for avals in in_avals for a in avals]
+    closed = trace_to_jaxpr(flat_fun, flat_avals, f"staging of {name}", fun_name=name, advice=ABSTRACT_ADVICE)
+    jaxpr, consts = closure_convert(closed)
+    return Staged(jaxpr, consts, out[0])
+
+
+def check_same(what: str, expected_tree: PyTreeDef, expected: Sequence[ShapedArray], got_tree: PyTreeDef,
+               got: Sequence[ShapedArray], example: Any = None) -> None:
+    """A TypeError naming the first leaf whose structure, shape or dtype differs
+    between two results (`what` says which two, as "the true branch returned X
+    but the false branch Y")."""
+    if expected_tree != got_tree:
+        raise TypeError(f"{what}: the structures differ: {expected_tree} and {got_tree}")
+    paths = [keystr(p) for p, _ in tree_flatten_with_path(example)[0]] if example is not None else []
+    for k, (a, b) in enumerate(zip(expected, got)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            leaf = f"leaf {paths[k]}" if k < len(paths) and paths[k] else f"leaf {k}"
+            raise TypeError(f"{what}: {leaf} is {a.str_short()} in one and {b.str_short()} in the other")
+
+
+def permuted(closed: ClosedJaxpr, in_order: Sequence[int],
+             out_order: Sequence[int] | None = None) -> ClosedJaxpr:
+    """`closed` with its inputs (and outputs) reordered: new input k is old input `in_order[k]`."""
+    j = closed.jaxpr
+    outvars = j.outvars if out_order is None else [j.outvars[k] for k in out_order]
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[k] for k in in_order], outvars, j.eqns), closed.consts)
+
+
+def with_unused_inputs(closed: ClosedJaxpr, before: Sequence[ShapedArray],
+                       after: Sequence[ShapedArray] = ()) -> ClosedJaxpr:
+    """`closed` taking extra inputs of `before` ahead of its own (and `after` behind), unused."""
+    j = closed.jaxpr
+    invars = [Var(a) for a in before] + list(j.invars) + [Var(a) for a in after]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)
+
+
+def run_on(trace: Trace, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate `closed` with `trace` current: each of its equations goes to that
+    trace, as if the user's function ran there (the loop unrolled)."""
+    prev = ctx.trace
+    ctx.trace = trace
+    try:
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    finally:
+        ctx.trace = prev
+
+
+def with_tangents(trace: Trace, primals: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+    """The values of a differentiation on `trace`: tracers where there is a tangent."""
+    return [p if t is None else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]  # type: ignore[arg-type]
+
+
+def split_tangents(trace: Trace, outs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Primals and tangents (None where there is none) of values computed on `trace`."""
+    primals, tangents = [], []
+    for x in outs:
+        if type(x) is JVPTracer and x._trace is trace:
+            primals.append(x.primal)
+            tangents.append(x.tangent)
+        else:
+            primals.append(x)
+            tangents.append(None)
+    return primals, tangents
+
+
+def concrete(x: Any) -> Any:
+    """The value of `x` if it is known now (a NumPy value, or a tracer that carries
+    one), else None."""
+    while isinstance(x, Tracer):
+        try:
+            x = x._concrete("value")
+        except ConcretizationTypeError:  # an abstract value: no transform knows it
+            return None
+    return np.asarray(x)

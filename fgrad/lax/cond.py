@@ -1,0 +1,226 @@
+"""`cond`, `switch` and `select`: the `cond` primitive, one of several jaxprs
+chosen by an integer index.
+
+`cond_p` takes the index (clamped into range), then what every branch closed
+over (each branch takes them all, using its own), then the operands; its
+parameter `branches` is a tuple of closed jaxprs with the same inputs and
+outputs. Rules:
+
+* evaluation runs the chosen branch only;
+* forward mode is `cond` of the branches' jvps (every branch gives a tangent
+  for an output where any branch does);
+* reverse mode, when the index is known (under grad, eagerly), differentiates
+  the chosen branch as if it were inline; under jit its value is not known,
+  and reverse mode raises (partial evaluation of cond is still to come);
+* vmap with the index the same for every example is `cond` of the batched
+  branches; with a batched index every branch runs on the whole batch and
+  each example takes its branch's results (a select).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..api.pytree import tree_unflatten
+from ..core.avals import ShapedArray
+from ..core.rules import Linearization, batch_rules, jvp_rules
+from ..core.trace import Primitive
+from ..ir.check import check_operands
+from ..ir.evaluate import eval_closed_now, eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr
+from ..numpy import ufuncs
+from ..primitives import batching, shapes
+from ..primitives import elementwise as ew
+from ..transforms.batching import batch_jaxpr
+from ..transforms.forward import jvp_jaxpr
+from ..transforms.reverse import LinearizeTrace
+from ._common import (
+    avals_of,
+    check_same,
+    concrete,
+    leaves_of,
+    permuted,
+    run_on,
+    split_tangents,
+    stage,
+    with_tangents,
+    with_unused_inputs,
+)
+
+__all__ = ["cond", "switch", "select", "cond_p"]
+
+
+def _cond_impl(index: Any, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> list[Any]:
+    k = int(np.clip(index, 0, len(branches) - 1))
+    return eval_closed_now(branches[k], args)
+
+
+def _cond_aval(index: ShapedArray, *avals: ShapedArray,
+               branches: tuple[ClosedJaxpr, ...]) -> list[ShapedArray]:
+    if index.shape != () or index.dtype.kind not in "iub":
+        raise TypeError(f"cond: the index must be an integer or boolean scalar, not {index.str_short()}")
+    for k, branch in enumerate(branches):
+        check_operands(f"cond (branch {k})", list(avals), branch)
+    outs = branches[0].out_avals
+    for k, branch in enumerate(branches[1:], 1):
+        if [(a.shape, a.dtype) for a in branch.out_avals] != [(a.shape, a.dtype) for a in outs]:
+            got = ", ".join(a.str_short() for a in branch.out_avals)
+            raise TypeError(f"cond: branch {k} returns ({got}) but branch 0 "
+                            f"({', '.join(a.str_short() for a in outs)})")
+    return outs
+
+
+cond_p = Primitive("cond", _cond_impl, _cond_aval, multiple_results=True)
+
+
+def _joined_jvps(branches: tuple[ClosedJaxpr, ...], nonzeros: tuple[bool, ...]
+                 ) -> tuple[tuple[ClosedJaxpr, ...], tuple[bool, ...]]:
+    """The branches' jvps, all with a tangent for each output where any has one."""
+    union = tuple(any(found) for found in zip(*(jvp_jaxpr(b, nonzeros, False)[1] for b in branches)))
+    return tuple(jvp_jaxpr(b, nonzeros, union)[0] for b in branches), union
+
+
+def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[ClosedJaxpr, ...]) -> Any:
+    index, *args = primals
+    nonzeros = tuple(t is not None for t in tangents[1:])
+    jvps, out_nonzeros = _joined_jvps(branches, nonzeros)
+    outs = cond_p.bind(index, *args, *(t for t in tangents[1:] if t is not None), branches=jvps)
+    n = len(branches[0].out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if nz else None for nz in out_nonzeros]
+
+
+def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                    branches: tuple[ClosedJaxpr, ...]) -> tuple[list[Any], list[Any]]:
+    index = concrete(primals[0])
+    if index is None:
+        raise NotImplementedError(
+            "reverse-mode differentiation of fgrad.lax.cond or switch whose index is traced (under "
+            "jit or make_jaxpr) is not supported yet. Take the gradient outside jit "
+            "(fgrad.grad of the function, jitting only parts without cond), or use fgrad.numpy.where."
+        )
+    k = int(np.clip(index, 0, len(branches) - 1))
+    outs = run_on(trace, branches[k], with_tangents(trace, primals[1:], tangents[1:]))
+    return split_tangents(trace, outs)
+
+
+jvp_rules[cond_p] = Linearization(_cond_jvp, _cond_linearize)
+
+
+def _cond_batch(args: list[Any], dims: list[Any], *, branches: tuple[ClosedJaxpr, ...]) -> Any:
+    index, *ops = args
+    d_index, *d_ops = dims
+    size = batching.batch_size(args, dims)
+    if d_index is None:
+        found = [batch_jaxpr(b, size, tuple(d_ops), False)[1] for b in branches]
+        union = tuple(any(each) for each in zip(*found))
+        batched = tuple(batch_jaxpr(b, size, tuple(d_ops), union)[0] for b in branches)
+        return cond_p.bind(index, *ops, branches=batched), [0 if b else None for b in union]
+    # Each example has its own branch: run them all on the batch, then pick.
+    index = batching.move_axis(index, d_index, 0)
+    index = ew.convert_element_type(index, new_dtype=np.dtype(np.int32)) if index.dtype == bool else index
+    index = ufuncs.clip(index, 0, len(branches) - 1)
+    results = [_on_batch(b, size, d_ops, ops) for b in branches]
+    outs = []
+    for k_out, first in enumerate(results[0]):
+        out = first
+        for k, result in enumerate(results[1:], 1):
+            picked = result[k_out]
+            rank = len(picked.shape)
+            which = shapes.reshape(ew.eq(index, k), new_shape=(size,) + (1,) * (rank - 1))
+            out = ew.where(which, picked, out)
+        outs.append(out)
+    return outs, [0] * len(outs)
+
+
+def _on_batch(branch: ClosedJaxpr, size: int, dims: Sequence[Any], ops: Sequence[Any]) -> list[Any]:
+    """A branch run on the whole batch, every output batched along axis 0."""
+    batched, _ = batch_jaxpr(branch, size, tuple(dims), True)
+    return eval_jaxpr(batched.jaxpr, batched.consts, *ops)
+
+
+batch_rules[cond_p] = _cond_batch
+
+
+# --- the functions -----------------------------------------------------------
+
+
+def _branches(funs: Sequence[Callable[..., Any]], operands: tuple[Any, ...], what: str
+              ) -> tuple[list[Any], list[Any], tuple[ClosedJaxpr, ...], Any]:
+    """The branches staged at the operands, each taking what all of them closed
+    over, then the operands; checked to return the same types."""
+    leaves, tree = leaves_of(operands)
+    avals = avals_of(leaves)
+    staged = [stage(lambda ops, f=f: f(*ops), [tree], [avals], getattr(f, "__name__", what)) for f in funs]
+    first = staged[0]
+    for k, s in enumerate(staged[1:], 1):
+        names = ("the true branch", "the false branch") if what == "cond" else ("branch 0", f"branch {k}")
+        check_same(f"{what}: {names[0]} and {names[1]} return different types", first.out_tree,
+                   first.out_avals, s.out_tree, s.out_avals)
+    all_consts = [c for s in staged for c in s.consts]
+    const_avals = [avals_of(s.consts) for s in staged]
+    jaxprs = []
+    for k, s in enumerate(staged):
+        # Every branch takes every branch's constants, then the operands.
+        before = [a for avals in const_avals[:k] for a in avals]
+        after = [a for avals in const_avals[k + 1:] for a in avals]
+        j = with_unused_inputs(s.jaxpr, before, after)
+        n_before, n_own, n_ops = len(before), len(s.consts), len(leaves)
+        own_and_before = list(range(n_before + n_own))
+        after_ids = list(range(n_before + n_own + n_ops, n_before + n_own + n_ops + len(after)))
+        op_ids = list(range(n_before + n_own, n_before + n_own + n_ops))
+        jaxprs.append(permuted(j, own_and_before + after_ids + op_ids))
+    return all_consts, leaves, tuple(jaxprs), first.out_tree
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """`branches[index](*operands)`, with `index` clamped into range (JAX's
+    `lax.switch`). Eagerly only that branch runs; under a transform all are
+    traced, and must return the same types.
+
+    >>> import fgrad
+    >>> switch(1, [lambda x: x + 1.0, lambda x: x * 10.0], 2.0)
+    np.float64(20.0)
+    """
+    if not branches:
+        raise ValueError("switch: `branches` is empty; give at least one function")
+    i = leaves_of(index)[0]
+    if len(i) != 1 or np.shape(i[0]) != () or avals_of(i)[0].dtype.kind not in "iu":
+        raise TypeError(f"switch: the index must be an integer scalar, not {index!r}")
+    consts, leaves, jaxprs, out_tree = _branches(list(branches), operands, "switch")
+    outs = cond_p.bind(i[0], *consts, *leaves, branches=jaxprs)
+    return tree_unflatten(out_tree, outs)
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """`true_fun(*operands)` if `pred` else `false_fun(*operands)` (JAX's
+    `lax.cond`): one primitive, so that it works where `pred` is traced (jit,
+    make_jaxpr, vmap of a predicate that differs between examples).
+
+    >>> cond(True, lambda x: x + 1.0, lambda x: x - 1.0, 2.0)
+    np.float64(3.0)
+    """
+    p = leaves_of(pred)[0]
+    if len(p) != 1 or np.shape(p[0]) != () or avals_of(p)[0].dtype.kind not in "biu":
+        raise TypeError(f"cond: the predicate must be a boolean scalar, not {pred!r}")
+    truth = p[0] if avals_of(p)[0].dtype.kind == "b" else ew.ne(p[0], 0)
+    index = ew.convert_element_type(truth, new_dtype=np.dtype(np.int32))
+    consts, leaves, jaxprs, out_tree = _branches([false_fun, true_fun], operands, "cond")
+    outs = cond_p.bind(index, *consts, *leaves, branches=jaxprs)
+    return tree_unflatten(out_tree, outs)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """`on_true` where `pred` is true, else `on_false`, elementwise (JAX's
+    `lax.select`; `pred` a boolean array of their shape).
+
+    >>> select(np.array([True, False]), np.ones(2), np.zeros(2))
+    array([1., 0.])
+    """
+    p = leaves_of(pred)[0][0]
+    if avals_of([p])[0].dtype.kind != "b":
+        raise TypeError(f"select: the predicate must be boolean, not {avals_of([p])[0].str_short()}")
+    return ew.where(p, on_true, on_false)

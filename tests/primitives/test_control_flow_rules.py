@@ -1,0 +1,86 @@
+"""The rules of the control-flow primitives cond, while and scan: derivatives
+against finite differences in both modes, and vmap against a Python loop (the
+registry's cases). tests/lax/ tests fgrad.lax itself, form by form."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import lax
+from fgrad.test_util import check_grads
+from tests.strategies import seeds, values
+
+PRIMITIVES = {"cond", "while", "scan"}
+
+
+def _branchy(x, y):
+    return lax.cond(fnp.sum(y) > 0, lambda a, b: fnp.sin(a) * fnp.sum(b), lambda a, b: a - fnp.cos(b[0]), x, y)
+
+
+def _switchy(x, y):
+    index = fnp.argmax(y).astype(int) % 3
+    return lax.switch(index, [lambda a: a * 2.0, lambda a: fnp.exp(a), lambda a: -a], x)
+
+
+def _halving(x):
+    # Halve until every entry is below 0.1 in size: the loop's count depends on x.
+    return lax.while_loop(lambda v: fnp.max(fnp.abs(v)) > 0.1, lambda v: v * 0.5 + 0.01 * fnp.sin(v), x)
+
+
+def _rnn(h, xs):
+    return lax.scan(lambda c, x: (fnp.tanh(c * 0.5 + x), c * x), h, xs)
+
+
+BATCH_CASES = {
+    "cond": (_branchy, [(3,), (2,)], "real"),
+    "switch": (_switchy, [(3,), (3,)], "real"),
+    "while": (_halving, [(2,)], "real"),
+    "scan": (lambda h, xs: _rnn(h, xs)[0], [(2,), (4, 2)], "real"),
+    "scan_ys_reverse": (lambda h, xs: lax.scan(lambda c, x: (c + x, fnp.sin(c) * x), h, xs, reverse=True)[1],
+                        [(2,), (3, 2)], "real"),
+}
+
+
+@settings(deadline=None, max_examples=20)
+@given(seed=seeds)
+def test_cond_and_switch_derivatives(seed):
+    x, y = values((3,), "real", seed), values((2,), "real", seed + 1)
+    check_grads(lambda x: _branchy(x, y), (x,), order=2)
+    check_grads(lambda y: _branchy(x, y), (y,), order=2)
+    check_grads(lambda x: _switchy(x, values((3,), "real", seed + 2)), (x,), order=2)
+
+
+@settings(deadline=None, max_examples=20)
+@given(seed=seeds)
+def test_while_derivatives(seed):
+    x = values((2,), "real", seed)
+    check_grads(_halving, (x,), order=2, eps=1e-6)
+
+
+@settings(deadline=None, max_examples=20)
+@given(seed=seeds)
+def test_scan_derivatives(seed):
+    h, xs = values((2,), "real", seed), values((4, 2), "real", seed + 1)
+    check_grads(lambda h, xs: _rnn(h, xs), (h, xs), order=2)
+    check_grads(lambda h, xs: lax.scan(lambda c, x: (c * x, fnp.sin(c)), h, xs, reverse=True), (h, xs), order=2)
+
+
+def test_reverse_mode_through_a_newton_iteration_is_the_analytic_derivative():
+    def sqrt(a):
+        return lax.while_loop(lambda x: fnp.abs(x * x - a) > 1e-12, lambda x: (x + a / x) / 2, a)
+
+    for a in (2.0, 9.0, 0.3):
+        assert fgrad.grad(sqrt)(a) == pytest.approx(1 / (2 * np.sqrt(a)), rel=1e-10)
+
+
+def test_reverse_mode_under_jit_raises_where_the_condition_is_not_known():
+    with pytest.raises(NotImplementedError, match="while_loop.*not known under jit"):
+        fgrad.jit(fgrad.grad(lambda x: fnp.sum(_halving(x))))(np.ones(2))
+    with pytest.raises(NotImplementedError, match="cond or switch whose index is traced"):
+        fgrad.jit(fgrad.grad(lambda x: fnp.sum(_branchy(x, np.ones(2)))))(np.ones(3))
+    # scan knows its number of steps: reverse mode under jit unrolls it.
+    h, xs = np.ones(2), values((4, 2), "real", 0)
+    loss = lambda h, xs: fnp.sum(_rnn(h, xs)[0])  # noqa: E731
+    np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(h, xs), fgrad.grad(loss)(h, xs), rtol=1e-14)
