@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.rules import batch_rules, jvp_rules, transpose_rules
+from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, shapes
 from . import derivatives as d
@@ -83,6 +83,25 @@ def _getitem_aval(x: ShapedArray, *, idx: StaticIndex) -> ShapedArray:
 
 
 getitem_p = Primitive("getitem", lambda x, *, idx: x[tuple(idx)], _getitem_aval)
+
+
+def _getitem_emit(args: list[str], avals: list[ShapedArray], *, idx: StaticIndex) -> str | None:
+    """jit's code for a basic index (ints, slices, None, Ellipsis), written out;
+    an index with arrays stays a parameter."""
+    if idx.has_arrays() or not avals[0].shape:
+        return None
+    parts = []
+    for e in idx:
+        if isinstance(e, slice):
+            parts.append(f"slice({e.start!r}, {e.stop!r}, {e.step!r})")
+        elif e is None or e is Ellipsis or type(e) is int:
+            parts.append(repr(e))
+        else:
+            return None
+    return f"{args[0]}[{', '.join(parts)},]"
+
+
+emit_rules[getitem_p] = _getitem_emit
 d.deflinear(getitem_p)
 transpose_rules[getitem_p] = lambda ct, x, *, idx: [index_add(d.zeros(x.aval), ct, idx=idx)]
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
-from ..core.rules import batch_rules, transpose_rules
+from ..core.rules import batch_rules, emit_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing
 from . import derivatives as d
@@ -83,6 +83,18 @@ def _transpose_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
 
 
 transpose_p = Primitive("transpose", _transpose_impl, _transpose_aval)
+
+
+def _transpose_emit(args: list[str], avals: list[ShapedArray], *, axes: tuple[int, ...]) -> str | None:
+    """jit's code: the method, on an array (a Python scalar has none)."""
+    if not avals[0].shape or avals[0].weak_type:
+        return None
+    if len(axes) == 2 and axes == (1, 0):
+        return f"{args[0]}.T"
+    return f"{args[0]}.transpose({tuple(int(a) for a in axes)!r})"
+
+
+emit_rules[transpose_p] = _transpose_emit
 d.deflinear(transpose_p)
 transpose_rules[transpose_p] = lambda ct, x, *, axes: [
     transpose(ct, axes=tuple(int(i) for i in np.argsort(axes)))
