@@ -10,8 +10,11 @@ outputs. Rules:
 * forward mode is `cond` of the branches' jvps (every branch gives a tangent
   for an output where any branch does);
 * reverse mode, when the index is known (under grad, eagerly), differentiates
-  the chosen branch as if it were inline; under jit its value is not known,
-  and reverse mode raises (partial evaluation of cond is still to come);
+  the chosen branch as if it were inline; where it is not (jit, vmap), each
+  branch's jvp is split by partial evaluation: the known parts run now as one
+  cond (each returning every branch's residuals, zeros in the others'
+  places), the linear parts are staged as another, whose transpose is the
+  cond of the branches' transposes;
 * vmap with the index the same for every example is `cond` of the batched
   branches; with a batched index every branch runs on the whole batch and
   each example takes its branch's results (a select).
@@ -26,17 +29,20 @@ import numpy as np
 
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray
-from ..core.rules import Linearization, batch_rules, jvp_rules
+from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.check import check_operands
 from ..ir.evaluate import eval_closed_now, eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
+from ..ir.staging import trace_to_jaxpr
 from ..numpy import ufuncs
 from ..primitives import batching, shapes
+from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
 from ..transforms.batching import batch_jaxpr
 from ..transforms.forward import jvp_jaxpr
-from ..transforms.reverse import LinearizeTrace
+from ..transforms.partial_eval import partial_eval_jaxpr
+from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
 from ._common import (
     avals_of,
     check_same,
@@ -96,18 +102,68 @@ def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[Closed
 def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
                     branches: tuple[ClosedJaxpr, ...]) -> tuple[list[Any], list[Any]]:
     index = concrete(primals[0])
-    if index is None:
-        raise NotImplementedError(
-            "reverse-mode differentiation of fgrad.lax.cond or switch whose index is traced (under "
-            "jit or make_jaxpr) is not supported yet. Take the gradient outside jit "
-            "(fgrad.grad of the function, jitting only parts without cond), or use fgrad.numpy.where."
-        )
-    k = int(np.clip(index, 0, len(branches) - 1))
-    outs = run_on(trace, branches[k], with_tangents(trace, primals[1:], tangents[1:]))
-    return split_tangents(trace, outs)
+    if index is not None:  # known now: the chosen branch, as if it were inline
+        k = int(np.clip(index, 0, len(branches) - 1))
+        outs = run_on(trace, branches[k], with_tangents(trace, primals[1:], tangents[1:]))
+        return split_tangents(trace, outs)
+    # Not known (jit, vmap): partial evaluation of each branch's jvp. The known
+    # parts run now as one cond, each returning every branch's residuals (zeros
+    # for the others'); the linear parts are staged as another cond, which
+    # transposes branch by branch.
+    nonzeros = tuple(t is not None for t in tangents[1:])
+    jvps, out_nonzeros = _joined_jvps(branches, nonzeros)
+    n_in, n_out = len(primals) - 1, len(branches[0].out_avals)
+    unknowns = (False,) * n_in + (True,) * sum(nonzeros)
+    instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
+    parts = [partial_eval_jaxpr(j, unknowns, instantiate) for j in jvps]
+    res_avals = [known.out_avals[n_out:] for known, _, _, _ in parts]
+    known_branches, linear_branches = [], []
+    for k, (known, unknown, _, num_res) in enumerate(parts):
+        known_branches.append(_with_all_residuals(known, n_out, res_avals, k))
+        before = [a for avals in res_avals[:k] for a in avals]
+        after = [a for avals in res_avals[k + 1:] for a in avals]
+        j = with_unused_inputs(unknown, before, [])
+        # (before, own residuals, tangents) -> (all residuals, tangents)
+        n_t = sum(nonzeros)
+        with_after = with_unused_inputs(j, [], after)
+        nb, no = len(before), num_res
+        order = [*range(nb + no), *range(nb + no + n_t, nb + no + n_t + len(after)),
+                 *range(nb + no, nb + no + n_t)]
+        linear_branches.append(permuted(with_after, order))
+    outs_and_res = cond_p.bind(primals[0], *primals[1:], branches=tuple(known_branches))
+    outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
+    t_outs = trace.stage(cond_p, [primals[0], *res, *(t for t in tangents[1:] if t is not None)],
+                         {"branches": tuple(linear_branches)}) if sum(out_nonzeros) else []
+    it = iter(t_outs)
+    return outs, [next(it) if nz else None for nz in out_nonzeros]
+
+
+def _with_all_residuals(known: ClosedJaxpr, n_out: int, res_avals: list[list[ShapedArray]],
+                        k: int) -> ClosedJaxpr:
+    """Branch k's known part returning its outputs, then every branch's
+    residuals: its own, and zeros in the others' places."""
+
+    def fn(*args: Any) -> list[Any]:
+        outs = eval_jaxpr(known.jaxpr, known.consts, *args)
+        res: list[Any] = []
+        for j, avals in enumerate(res_avals):
+            res.extend(outs[n_out:] if j == k else [d.zeros(a) for a in avals])
+        return [*outs[:n_out], *res]
+
+    return trace_to_jaxpr(fn, known.in_avals, "linearize of cond", fresh=True)
+
+
+def _cond_transpose(cts: list[Any], index: Any, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> list[Any]:
+    linear = tuple(type(a) is UndefinedPrimal for a in args)
+    filled = [d.zeros(a) if ct is None else ct for ct, a in zip(cts, branches[0].out_avals)]
+    transposed = tuple(transpose_jaxpr(b, linear) for b in branches)
+    cts_in = iter(cond_p.bind(index, *(a for a, lin in zip(args, linear) if not lin), *filled,
+                              branches=transposed))
+    return [None, *(next(cts_in) if lin else None for lin in linear)]
 
 
 jvp_rules[cond_p] = Linearization(_cond_jvp, _cond_linearize)
+transpose_rules[cond_p] = _cond_transpose
 
 
 def _cond_batch(args: list[Any], dims: list[Any], *, branches: tuple[ClosedJaxpr, ...]) -> Any:

@@ -75,11 +75,23 @@ def test_reverse_mode_through_a_newton_iteration_is_the_analytic_derivative():
         assert fgrad.grad(sqrt)(a) == pytest.approx(1 / (2 * np.sqrt(a)), rel=1e-10)
 
 
-def test_reverse_mode_under_jit_raises_where_the_condition_is_not_known():
+def test_reverse_mode_under_jit_and_vmap():
     with pytest.raises(NotImplementedError, match="while_loop.*not known under jit"):
         fgrad.jit(fgrad.grad(lambda x: fnp.sum(_halving(x))))(np.ones(2))
-    with pytest.raises(NotImplementedError, match="cond or switch whose index is traced"):
-        fgrad.jit(fgrad.grad(lambda x: fnp.sum(_branchy(x, np.ones(2)))))(np.ones(3))
+    # cond splits each branch by partial evaluation where its index is not known.
+    for y in (np.ones(2), -np.ones(2)):
+        loss = lambda x, y: fnp.sum(_branchy(x, y) ** 2)  # noqa: E731
+        x = values((3,), "real", 5)
+        np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(x, y), fgrad.grad(loss)(x, y), rtol=1e-14)
+    ys = np.array([[1.0, 1.0], [-1.0, -2.0], [0.5, -0.2]])
+    per_example = fgrad.vmap(fgrad.grad(lambda y: fnp.sum(_branchy(np.arange(3.0), y))))(ys)
+    looped = [fgrad.grad(lambda y: fnp.sum(_branchy(np.arange(3.0), y)))(y) for y in ys]
+    np.testing.assert_allclose(per_example, looped, rtol=1e-14)
+    x = np.array([0.3, 0.9, 0.1])
+    switch_loss = fgrad.grad(lambda x, y: fnp.sum(_switchy(x, y) ** 2))
+    ys = np.stack([np.roll(np.arange(3.0), k) for k in range(3)])  # each example its own branch
+    looped = [switch_loss(x, y) for y in ys]
+    np.testing.assert_allclose(fgrad.jit(fgrad.vmap(switch_loss, in_axes=(None, 0)))(x, ys), looped, rtol=1e-14)
     # scan knows its number of steps: reverse mode under jit unrolls it.
     h, xs = np.ones(2), values((4, 2), "real", 0)
     loss = lambda h, xs: fnp.sum(_rnn(h, xs)[0])  # noqa: E731
