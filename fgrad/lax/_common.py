@@ -14,14 +14,15 @@ from ..api.arguments import to_input
 from ..api.pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
-from ..core.trace import Trace, Tracer, ctx
-from ..ir.evaluate import eval_jaxpr
+from ..core.trace import EVAL_TRACE, Trace, Tracer, ctx
+from ..ir.codegen import compile_jaxpr
+from ..ir.evaluate import eval_closed_now, eval_jaxpr, evaluation_trace
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..transforms.forward import JVPTracer
 
 __all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "run_on",
-           "concrete", "ABSTRACT_ADVICE"]
+           "runner", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -105,6 +106,14 @@ def with_unused_inputs(closed: ClosedJaxpr, before: Sequence[ShapedArray],
     j = closed.jaxpr
     invars = [Var(a) for a in before] + list(j.invars) + [Var(a) for a in after]
     return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)
+
+
+def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
+    """A function running `closed` now: its generated code, or equation by
+    equation when evaluation checks each primitive (debug_nans)."""
+    if evaluation_trace() is EVAL_TRACE:
+        return compile_jaxpr(closed).fun
+    return lambda *args: eval_closed_now(closed, args)
 
 
 def run_on(trace: Trace, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:

@@ -32,7 +32,7 @@ from ..core.avals import ShapedArray
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.check import check_operands
-from ..ir.evaluate import eval_closed_now, eval_jaxpr
+from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import trace_to_jaxpr
 from ..numpy import ufuncs
@@ -50,6 +50,7 @@ from ._common import (
     leaves_of,
     permuted,
     run_on,
+    runner,
     split_tangents,
     stage,
     with_tangents,
@@ -61,7 +62,7 @@ __all__ = ["cond", "switch", "select", "cond_p"]
 
 def _cond_impl(index: Any, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> list[Any]:
     k = int(np.clip(index, 0, len(branches) - 1))
-    return eval_closed_now(branches[k], args)
+    return runner(branches[k])(*args)
 
 
 def _cond_aval(index: ShapedArray, *avals: ShapedArray,

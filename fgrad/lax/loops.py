@@ -32,10 +32,9 @@ import numpy as np
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.rules import Linearization, batch_rules, jvp_rules
-from ..core.trace import EVAL_TRACE, Primitive
+from ..core.trace import Primitive
 from ..ir.check import check_operands
-from ..ir.codegen import compile_jaxpr
-from ..ir.evaluate import eval_closed_now, eval_jaxpr, evaluation_trace
+from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import trace_to_jaxpr
 from ..primitives import batching, reductions, shapes
@@ -51,6 +50,7 @@ from ._common import (
     leaves_of,
     permuted,
     run_on,
+    runner,
     split_tangents,
     stage,
     with_tangents,
@@ -61,14 +61,6 @@ __all__ = ["while_loop", "fori_loop", "while_p"]
 
 Parts = tuple[list[Any], list[Any], list[Any]]
 Pair = tuple[list[Any], list[Any]]
-
-
-def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
-    """A function running `closed`: its generated code, or equation by equation
-    when evaluation checks each primitive (debug_nans)."""
-    if evaluation_trace() is EVAL_TRACE:
-        return compile_jaxpr(closed).fun
-    return lambda *args: eval_closed_now(closed, args)
 
 
 def _split(args: Sequence[Any], cond_nconsts: int, body_nconsts: int) -> Parts:

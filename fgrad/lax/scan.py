@@ -37,8 +37,18 @@ from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace
-from ._common import avals_of, check_same, leaves_of, permuted, run_on, split_tangents, stage, with_tangents
-from .loops import Pair, Parts, runner
+from ._common import (
+    avals_of,
+    check_same,
+    leaves_of,
+    permuted,
+    run_on,
+    runner,
+    split_tangents,
+    stage,
+    with_tangents,
+)
+from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
 
