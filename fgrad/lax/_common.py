@@ -14,14 +14,13 @@ from ..api.arguments import to_input
 from ..api.pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
-from ..core.trace import EVAL_TRACE, Trace, Tracer, ctx
+from ..core.trace import EVAL_TRACE, Tracer
 from ..ir.codegen import compile_jaxpr
-from ..ir.evaluate import eval_closed_now, eval_jaxpr, evaluation_trace
+from ..ir.evaluate import eval_closed_now, evaluation_trace
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
-from ..transforms.forward import JVPTracer
 
-__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "run_on",
+__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs",
            "runner", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
@@ -114,35 +113,6 @@ def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     if evaluation_trace() is EVAL_TRACE:
         return compile_jaxpr(closed).fun
     return lambda *args: eval_closed_now(closed, args)
-
-
-def run_on(trace: Trace, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate `closed` with `trace` current: each of its equations goes to that
-    trace, as if the user's function ran there (the loop unrolled)."""
-    prev = ctx.trace
-    ctx.trace = trace
-    try:
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    finally:
-        ctx.trace = prev
-
-
-def with_tangents(trace: Trace, primals: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
-    """The values of a differentiation on `trace`: tracers where there is a tangent."""
-    return [p if t is None else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]  # type: ignore[arg-type]
-
-
-def split_tangents(trace: Trace, outs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """Primals and tangents (None where there is none) of values computed on `trace`."""
-    primals, tangents = [], []
-    for x in outs:
-        if type(x) is JVPTracer and x._trace is trace:
-            primals.append(x.primal)
-            tangents.append(x.tangent)
-        else:
-            primals.append(x)
-            tangents.append(None)
-    return primals, tangents
 
 
 def concrete(x: Any) -> Any:

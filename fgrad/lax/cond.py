@@ -40,22 +40,11 @@ from ..primitives import batching, shapes
 from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
 from ..transforms.batching import batch_jaxpr
+from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
-from ._common import (
-    avals_of,
-    check_same,
-    concrete,
-    leaves_of,
-    permuted,
-    run_on,
-    runner,
-    split_tangents,
-    stage,
-    with_tangents,
-    with_unused_inputs,
-)
+from ._common import avals_of, check_same, concrete, leaves_of, permuted, runner, stage, with_unused_inputs
 
 __all__ = ["cond", "switch", "select", "cond_p"]
 

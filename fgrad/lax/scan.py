@@ -35,19 +35,10 @@ from ..primitives import batching, indexing, shapes
 from ..primitives import derivatives as d
 from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
+from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace
-from ._common import (
-    avals_of,
-    check_same,
-    leaves_of,
-    permuted,
-    run_on,
-    runner,
-    split_tangents,
-    stage,
-    with_tangents,
-)
+from ._common import avals_of, check_same, leaves_of, permuted, runner, stage
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]

@@ -10,19 +10,21 @@ in reverse mode, each module writes its own linearize rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.rules import UndefinedPrimal
-from ..core.trace import Primitive
+from ..core.trace import Primitive, Trace, ctx
+from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..primitives.batching import batch_size
 from ..primitives.derivatives import zeros
 from .batching import batch_jaxpr
-from .forward import jvp_jaxpr
+from .forward import JVPTracer, jvp_jaxpr
 from .reverse import transpose_jaxpr
 
-__all__ = ["unpack_tangents", "call_jvp", "call_transpose", "call_batch"]
+__all__ = ["unpack_tangents", "call_jvp", "call_transpose", "call_batch", "run_on", "with_tangents",
+           "split_tangents", "linearize_inline"]
 
 
 def unpack_tangents(
@@ -68,3 +70,40 @@ def call_batch(prim: Primitive) -> Callable[..., Any]:
         return out, [0 if b else None for b in out_batched]
 
     return batch
+
+
+def run_on(trace: Trace, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate `closed` with `trace` current: each of its equations goes to that
+    trace, as if the function it was staged from ran there (inlined, or a loop
+    unrolled), each with its own rule."""
+    prev = ctx.trace
+    ctx.trace = trace
+    try:
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    finally:
+        ctx.trace = prev
+
+
+def with_tangents(trace: Trace, primals: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+    """The values of a differentiation on `trace`: tracers where there is a tangent."""
+    return [p if t is None else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]  # type: ignore[arg-type]
+
+
+def split_tangents(trace: Trace, outs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Primals and tangents (None where there is none) of values computed on `trace`."""
+    primals, tangents = [], []
+    for x in outs:
+        if type(x) is JVPTracer and x._trace is trace:
+            primals.append(x.primal)
+            tangents.append(x.tangent)
+        else:
+            primals.append(x)
+            tangents.append(None)
+    return primals, tangents
+
+
+def linearize_inline(trace: Trace, closed: ClosedJaxpr, primals: Sequence[Any],
+                     tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Reverse mode of a call of `closed` as if its equations were inline: the
+    differentiation runs through each of them with its own rule."""
+    return split_tangents(trace, run_on(trace, closed, with_tangents(trace, primals, tangents)))

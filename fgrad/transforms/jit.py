@@ -19,11 +19,12 @@ from typing import Any
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import EVAL_TRACE, Primitive
+from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import compile_jaxpr
 from ..ir.evaluate import eval_closed_now, evaluation_trace
-from ..ir.jaxpr import ClosedJaxpr
-from .call import call_batch, call_jvp, call_transpose, unpack_tangents
+from ..ir.jaxpr import ClosedJaxpr, sub_jaxprs
+from .call import call_batch, call_jvp, call_transpose, linearize_inline, unpack_tangents
 from .forward import jvp_jaxpr
 from .partial_eval import partial_eval_jaxpr
 from .reverse import LinearizeTrace
@@ -47,6 +48,12 @@ jit_p = Primitive("jit", _jit_impl, _jit_aval, multiple_results=True)
 
 def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
                    jaxpr: ClosedJaxpr, name: str) -> tuple[list[Any], list[Any]]:
+    if _higher_order(jaxpr):
+        # The jvp of a checkpoint, a custom rule or a loop mixes primal and
+        # tangent work in one equation, which splitting by equations cannot
+        # separate (and a custom_vjp has no jvp): differentiate the jaxpr as if
+        # it were inline, each equation with its own reverse-mode rule.
+        return linearize_inline(trace, jaxpr, primals, tangents)
     nonzeros = tuple(t is not None for t in tangents)
     jvp, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros, False)
     unknowns = (False,) * len(primals) + (True,) * sum(nonzeros)
@@ -61,6 +68,12 @@ def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any
     t_outs = trace.stage(jit_p, [*res, *(t for t in tangents if t is not None)],
                          {"jaxpr": unknown, "name": name}) if sum(out_nonzeros) else []
     return outs, unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
+
+
+@cached_per_jaxpr
+def _higher_order(closed: ClosedJaxpr) -> bool:
+    """Whether an equation of `closed` holds a jaxpr of its own."""
+    return any(sub_jaxprs(e) for e in closed.jaxpr.eqns)
 
 
 jvp_rules[jit_p] = Linearization(call_jvp(jit_p), _jit_linearize)

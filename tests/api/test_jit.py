@@ -309,3 +309,21 @@ def test_a_jitted_method_takes_self_as_a_static_argument():
     assert fgrad.grad(Scale(3.0).apply)(2.0) == 3.0
     with pytest.raises(TypeError, match="is a Scale .* Mark the argument static"):
         Scale(3.0).apply_dynamic(2.0)
+
+
+def test_grad_of_a_jitted_function_holding_checkpoint_custom_rules_and_loops():
+    # Their jvps mix primal and tangent work in one equation, which splitting
+    # jit's jvp by equations cannot separate: the jaxpr is differentiated inline.
+    from fgrad import lax
+
+    cv = fgrad.custom_vjp(lambda a: fnp.sin(a))
+    cv.defvjp(lambda a: (fnp.sin(a), a), lambda r, g: (fnp.cos(r) * g,))
+    x = np.array([0.3, -1.2])
+    cases = [
+        lambda x: fnp.sum(fgrad.checkpoint(lambda a: fnp.sin(a) * a)(x)),
+        lambda x: fnp.sum(cv(x) * x),
+        lambda x: fnp.sum(lax.scan(lambda c, v: (c * v + 1.0, c), 1.0, x)[0]),
+        lambda x: lax.while_loop(lambda v: v[0] < 5.0, lambda v: v * 1.5, x)[1],
+    ]
+    for f in cases:
+        np.testing.assert_allclose(fgrad.grad(fgrad.jit(f))(x), fgrad.grad(f)(x), rtol=1e-14)
