@@ -122,8 +122,9 @@ def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[A
             raise NotImplementedError(
                 "reverse-mode differentiation of fgrad.lax.while_loop (or fori_loop with traced bounds) "
                 "needs the loop's condition as it runs, which is not known under jit, make_jaxpr or "
-                "vmap. Take the gradient outside jit (fgrad.grad of the function), or give fori_loop "
-                "bounds known when it is called, which makes it a scan."
+                "vmap. Take the gradient where it is known: fgrad.grad outside jit (grad of a jitted "
+                "function works), per-example gradients by a Python loop over the examples rather "
+                "than vmap, or give fori_loop bounds known when it is called, which makes it a scan."
             )
         if not holds:
             return split_tangents(trace, carry)
