@@ -96,3 +96,14 @@ def test_reverse_mode_under_jit_and_vmap():
     h, xs = np.ones(2), values((4, 2), "real", 0)
     loss = lambda h, xs: fnp.sum(_rnn(h, xs)[0])  # noqa: E731
     np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(h, xs), fgrad.grad(loss)(h, xs), rtol=1e-14)
+
+
+def test_checkpoint_in_a_scan_body_recomputes_each_step_in_the_backward_pass():
+    step = fgrad.checkpoint(lambda c, x: (fnp.tanh(c * x), c))
+    plain = lambda xs: fnp.sum(lax.scan(lambda c, x: (fnp.tanh(c * x), c), np.ones(3), xs)[0])  # noqa: E731
+    kept = lambda xs: fnp.sum(lax.scan(step, np.ones(3), xs)[0])  # noqa: E731
+    xs = values((5, 3), "real", 2)
+    np.testing.assert_allclose(fgrad.grad(kept)(xs), fgrad.grad(plain)(xs), rtol=1e-14)
+    np.testing.assert_allclose(fgrad.jit(fgrad.grad(kept))(xs), fgrad.grad(plain)(xs), rtol=1e-14)
+    names = [e.primitive.name for e in fgrad.make_jaxpr(fgrad.grad(kept))(xs).eqns]
+    assert names.count("checkpoint") == 2 * 5  # each step's forward, and its recomputation
