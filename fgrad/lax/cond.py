@@ -106,6 +106,13 @@ def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     unknowns = (False,) * n_in + (True,) * sum(nonzeros)
     instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
     parts = [partial_eval_jaxpr(j, unknowns, instantiate) for j in jvps]
+    if any(out_unknowns != instantiate for _, _, out_unknowns, _ in parts):
+        raise NotImplementedError(
+            "reverse-mode differentiation of a fgrad.lax.cond or switch whose index is traced (under "
+            "jit, make_jaxpr or vmap) and whose branches hold control flow, a checkpoint or a custom "
+            "rule is not supported yet. Take the gradient outside jit (grad of a jitted function "
+            "works), or move the inner control flow out of the branch."
+        )
     res_avals = [known.out_avals[n_out:] for known, _, _, _ in parts]
     known_branches, linear_branches = [], []
     for k, (known, unknown, _, num_res) in enumerate(parts):

@@ -213,6 +213,8 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
          mode: str = "raise") -> Array:
     """numpy.take: the elements at `indices` along `axis` (axis None: of the flattened array);
     mode 'raise' (bounds-checked, negative indices count from the end), 'wrap' or 'clip'.
+    Traced indices (under jit, vmap, make_jaxpr) cannot be checked: 'raise' then clamps
+    them into bounds, as JAX does.
 
     >>> import fgrad.numpy as fnp
     >>> fnp.take(np.array([1.0, 2.0, 3.0]), [2, 0])

@@ -107,3 +107,14 @@ def test_checkpoint_in_a_scan_body_recomputes_each_step_in_the_backward_pass():
     np.testing.assert_allclose(fgrad.jit(fgrad.grad(kept))(xs), fgrad.grad(plain)(xs), rtol=1e-14)
     names = [e.primitive.name for e in fgrad.make_jaxpr(fgrad.grad(kept))(xs).eqns]
     assert names.count("checkpoint") == 2 * 5  # each step's forward, and its recomputation
+
+
+def test_reverse_mode_of_a_traced_cond_holding_control_flow_raises_saying_what_to_do():
+    inner = lambda a: lax.cond(a > 1.0, fnp.sin, fnp.cos, a)  # noqa: E731
+    f = lambda x: lax.cond(x > 0, inner, lambda a: a * 2.0, x)  # noqa: E731
+    with pytest.raises(NotImplementedError, match="branches hold control flow.*grad of a jitted function"):
+        fgrad.jit(fgrad.grad(f))(0.5)
+    for x in (0.5, 2.0, -1.0):  # where the index is known it works, jitted inside too
+        want = np.cos(x) * 0 - np.sin(x) if 0 < x <= 1.0 else (np.cos(x) if x > 1.0 else 2.0)
+        assert fgrad.grad(f)(x) == pytest.approx(want, rel=1e-14)
+        assert fgrad.grad(fgrad.jit(f))(x) == pytest.approx(want, rel=1e-14)
