@@ -5,11 +5,11 @@ Each is one primitive whose functions are closed jaxprs (one module per
 primitive, with its rules), so that it works where Python control flow
 cannot: under `jit` and `make_jaxpr`, and under `vmap` where the condition
 differs between examples. Eagerly `cond` runs one branch and the loops run
-as Python loops. Every transform composes with them, with one exception:
-reverse mode through `while_loop` (and `fori_loop` with traced bounds) works,
-unlike JAX's, where the condition is known as the loop runs (under `grad`
-outside `jit`): the loop is unrolled as it runs, keeping each iteration's
-residuals, as many as there were iterations; under `jit` or `vmap` it raises.
+as Python loops. Every transform composes with them, and reverse mode
+through `while_loop` (and `fori_loop` with traced bounds) works, unlike
+JAX's: the forward pass keeps each iteration's residuals, as many as there
+were iterations (unrolled as it runs under grad; on a tape whose length is
+found at run time under jit and vmap).
 """
 
 from ..api.transformations import stop_gradient

@@ -7,13 +7,17 @@ numbers of constants of each. Rules:
 * evaluation is a Python loop over the jaxprs' generated code;
 * forward mode is `while` of the body's jvp, its carry's tangents found to a
   fixpoint (a carry gets a tangent when its update depends on one that has);
-* reverse mode, where the condition's value is known as the loop runs (under
-  grad, eagerly), unrolls the loop onto the differentiation: the forward pass
-  keeps each iteration's residuals, as many as there were iterations, and the
-  backward pass transposes the iterations in reverse. Memory grows with the
-  number of iterations times the residuals of one (use `checkpoint` on the
-  body to keep only its inputs). Under jit the condition is not known while
-  tracing, and reverse mode raises;
+* reverse mode keeps each iteration's residuals, as many as there were
+  iterations, and the backward pass transposes the iterations in reverse
+  (JAX cannot: XLA needs a static number of iterations). Where the
+  condition's value is known as the loop runs (under grad, eagerly) the loop
+  is unrolled onto the differentiation; under jit or vmap the body's jvp is
+  split by partial evaluation, and `while_tape` runs the known part keeping
+  the residuals on a tape whose length is found at run time, which
+  `while_tangents` and its transpose `while_cotangents` run the linear part
+  over. Memory grows with the number of iterations times the residuals of
+  one (use `checkpoint` on the body to keep only its inputs). Under jit, a
+  second derivative through the tape raises;
 * vmap batches the carry to a fixpoint; with a batched condition the loop
   runs until every example is done, each example's carry updated only while
   its own condition holds.
@@ -31,19 +35,21 @@ import numpy as np
 
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray, get_aval
-from ..core.rules import Linearization, batch_rules, jvp_rules
+from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.check import check_operands
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import trace_to_jaxpr
-from ..primitives import batching, reductions, shapes
+from ..primitives import batching, indexing, reductions, shapes
 from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
+from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
-from ..transforms.reverse import LinearizeTrace
+from ..transforms.partial_eval import partial_eval_jaxpr
+from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
 from ._common import avals_of, check_same, concrete, leaves_of, permuted, runner, stage, with_unused_inputs
 
 __all__ = ["while_loop", "fori_loop", "while_p"]
@@ -116,19 +122,202 @@ def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[A
                      cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
                      body_nconsts: int) -> Pair:
     cc, bc, carry = _split(with_tangents(trace, primals, tangents), cond_nconsts, body_nconsts)
+    first = True
     while True:
         holds = concrete(run_on(trace, cond_jaxpr, [*cc, *carry])[0])
         if holds is None:
-            raise NotImplementedError(
-                "reverse-mode differentiation of fgrad.lax.while_loop (or fori_loop with traced bounds) "
-                "needs the loop's condition as it runs, which is not known under jit, make_jaxpr or "
-                "vmap. Take the gradient where it is known: fgrad.grad outside jit (grad of a jitted "
-                "function works), per-example gradients by a Python loop over the examples rather "
-                "than vmap, or give fori_loop bounds known when it is called, which makes it a scan."
-            )
+            assert first, "a loop's condition is known at every step or at none"
+            return _linearize_on_a_tape(trace, primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts,
+                                        body_nconsts)
         if not holds:
             return split_tangents(trace, carry)
         carry = run_on(trace, body_jaxpr, [*bc, *carry])
+        first = False
+
+
+# --- reverse mode where the condition is not known: a tape of residuals ----------
+#
+# Under jit (or vmap) the number of iterations is known only when the code
+# runs. The body's jvp is split by partial evaluation into a known part
+# (primal carry -> next primal carry and that step's residuals) and a linear
+# part (residuals, tangents -> next tangents). `while_tape` runs the known part
+# as a loop and keeps each step's residuals in a Python list, carried as a 0-d
+# object array (so every pass over avals treats it as one value);
+# `while_tangents` applies the linear part over the tape, and its transpose,
+# `while_cotangents`, applies the transposed linear part over the tape in
+# reverse, summing the constants' cotangents.
+
+_TAPE = ShapedArray((), np.dtype(object))
+
+
+def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
+               body_nconsts: int) -> list[Any]:
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    test, step = runner(cond_jaxpr), runner(known_jaxpr)
+    n, steps = len(carry), []
+    while test(*cc, *carry)[0]:
+        outs = step(*bc, *carry)
+        carry = outs[:n]
+        steps.append(outs[n:])
+    tape = np.empty((), object)
+    tape[()] = steps
+    return [*carry, tape]
+
+
+def _tape_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
+               body_nconsts: int) -> list[ShapedArray]:
+    cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
+    check_operands("while_tape (its condition)", cc + carry, cond_jaxpr)
+    check_operands("while_tape (its body)", bc + carry, known_jaxpr)
+    return [*carry, _TAPE]
+
+
+while_tape_p = Primitive("while_tape", _tape_impl, _tape_aval, multiple_results=True)
+
+
+def _tangents_impl(tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
+    consts, carry = list(args[:num_consts]), list(args[num_consts:])
+    step = runner(linear_jaxpr)
+    for res in tape[()]:
+        carry = step(*res, *consts, *carry)
+    return carry
+
+
+def _tangents_aval(tape: ShapedArray, *avals: ShapedArray, linear_jaxpr: ClosedJaxpr,
+                   num_consts: int) -> list[ShapedArray]:
+    return list(avals[num_consts:])
+
+
+while_tangents_p = Primitive("while_tangents", _tangents_impl, _tangents_aval, multiple_results=True)
+
+
+def _cotangents_impl(tape: Any, *cts: Any, transposed_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
+    """The cotangents of the constants (summed over the steps), then of the
+    initial carry, from those of the final carry."""
+    step = runner(transposed_jaxpr)
+    consts: list[Any] | None = None
+    carry = list(cts)
+    for res in reversed(tape[()]):
+        outs = step(*res, *carry)
+        step_consts, carry = outs[:num_consts], outs[num_consts:]
+        consts = step_consts if consts is None else [a + b for a, b in zip(consts, step_consts)]
+    if consts is None:  # no iteration: nothing reaches the constants
+        consts = [np.zeros(a.shape, a.dtype) for a in transposed_jaxpr.out_avals[:num_consts]]
+    return [*consts, *carry]
+
+
+def _cotangents_aval(tape: ShapedArray, *avals: ShapedArray, transposed_jaxpr: ClosedJaxpr,
+                     num_consts: int) -> list[ShapedArray]:
+    return transposed_jaxpr.out_avals
+
+
+while_cotangents_p = Primitive("while_cotangents", _cotangents_impl, _cotangents_aval, multiple_results=True)
+
+
+def _tangents_transpose(cts: list[Any], tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr,
+                        num_consts: int) -> list[Any]:
+    # Every operand but the tape is a tangent; one that is not linear here is
+    # a carry's tangent instantiated as zeros, and gets no cotangent.
+    linear = [type(a) is UndefinedPrimal for a in args]
+    num_res = len(linear_jaxpr.in_avals) - len(args)
+    transposed = transpose_jaxpr(linear_jaxpr, (False,) * num_res + (True,) * len(args))
+    filled = [d.zeros(a) if ct is None else ct for ct, a in zip(cts, linear_jaxpr.out_avals)]
+    cts_in = while_cotangents_p.bind(tape, *filled, transposed_jaxpr=transposed, num_consts=num_consts)
+    return [None, *(ct if lin else None for ct, lin in zip(cts_in, linear))]
+
+
+transpose_rules[while_tangents_p] = _tangents_transpose
+
+
+def _no_higher_order(name: str) -> Callable[..., Any]:
+    def jvp(primals: list[Any], tangents: list[Any], **params: Any) -> Any:
+        if all(t is None for t in tangents):
+            return _PRIMS[name].bind(*primals, **params), [None] * len(_PRIMS[name].abstract_eval(
+                *(get_aval(p) for p in primals), **params))
+        raise NotImplementedError(
+            "a second derivative through fgrad.lax.while_loop under jit (or vmap) is not supported: "
+            "fgrad differentiates its tape of residuals once. Take the higher derivatives outside jit, "
+            "where the loop is unrolled as it runs."
+        )
+
+    return jvp
+
+
+_PRIMS = {p.name: p for p in (while_tape_p, while_tangents_p, while_cotangents_p)}
+for _p in _PRIMS.values():
+    jvp_rules[_p] = _no_higher_order(_p.name)
+
+
+def _example(x: Any, dim: int, b: int) -> Any:
+    """Example `b` of a batch along `dim`, as an array (an object array's
+    element too stays a 0-d array: a tape)."""
+    one = indexing.getitem(x, idx=StaticIndex((slice(None),) * dim + (slice(b, b + 1),)))
+    shape = get_aval(one).shape
+    return shapes.reshape(one, new_shape=shape[:dim] + shape[dim + 1:])
+
+
+def _loop_batch(prim: Primitive) -> Callable[..., Any]:
+    """vmap by running `prim` once per example (each its own number of
+    iterations) and stacking the results, tapes included."""
+
+    def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[list[Any], list[Any]]:
+        size = batching.batch_size(args, dims)
+        per_example = []
+        for b in range(size):
+            one = [x if dim is None else _example(x, dim, b) for x, dim in zip(args, dims)]
+            per_example.append(prim.bind(*one, **params))
+        stacked = []
+        for outs in zip(*per_example):
+            pieces = [shapes.reshape(o, new_shape=(1, *get_aval(o).shape)) for o in outs]
+            stacked.append(shapes.concatenate(*pieces, axis=0) if len(pieces) > 1 else pieces[0])
+        return stacked, [0] * len(stacked)
+
+    return rule
+
+
+for _p in _PRIMS.values():
+    batch_rules[_p] = _loop_batch(_p)
+
+
+def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: list[Any],
+                         cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                         body_nconsts: int) -> Pair:
+    cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
+    _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
+    const_nz = [t is not None for t in bct]
+    carry_nz = [t is not None for t in initt]
+    while True:  # the carries with a tangent: a fixpoint
+        body_jvp, out_nz = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))
+        grown = [a or b for a, b in zip(carry_nz, out_nz)]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    nb, nc, nbt, nct = len(bc), len(init), sum(const_nz), sum(carry_nz)
+    if not nct:
+        return _while_impl_bound(primals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts), [None] * nc
+    unknowns = (False,) * (nb + nc) + (True,) * (nbt + nct)
+    instantiate = (False,) * nc + (True,) * nct
+    known, linear, out_unknowns, num_res = partial_eval_jaxpr(body_jvp, unknowns, instantiate)
+    if out_unknowns != instantiate:
+        raise NotImplementedError(
+            "reverse-mode differentiation of a fgrad.lax.while_loop under jit (or vmap) whose body holds "
+            "control flow, a checkpoint or a custom rule is not supported yet. Take the gradient "
+            "outside jit (grad of a jitted function works)."
+        )
+    outs = while_tape_p.bind(*cc, *bc, *init, cond_jaxpr=cond_jaxpr, known_jaxpr=known,
+                             cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    carry, tape = outs[:nc], outs[nc]
+    init_t = [t if t is not None else d.zeros_like_value(x) for x, t, nz in zip(init, initt, carry_nz) if nz]
+    t_outs = trace.stage(while_tangents_p, [tape, *(t for t in bct if t is not None), *init_t],
+                         {"linear_jaxpr": linear, "num_consts": nbt})
+    it = iter(t_outs)
+    return carry, [next(it) if nz else None for nz in carry_nz]
+
+
+def _while_impl_bound(primals: list[Any], cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
+                      cond_nconsts: int, body_nconsts: int) -> list[Any]:
+    return while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                        body_nconsts=body_nconsts)
 
 
 jvp_rules[while_p] = Linearization(_while_jvp, _while_linearize)
@@ -191,9 +380,9 @@ batch_rules[while_p] = _while_batch
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """`val = body_fun(val)` while `cond_fun(val)`, from `init_val` (JAX's
     `lax.while_loop`). The body must return a carry of the same structure,
-    shapes and dtypes. Differentiable in forward mode everywhere, and in
-    reverse mode under grad outside jit (see the module's docstring: memory
-    grows with the number of iterations).
+    shapes and dtypes. Differentiable in both modes, under jit and vmap too
+    (reverse mode keeps every iteration's residuals: memory grows with the
+    number of iterations; see the module's docstring).
 
     >>> import fgrad
     >>> while_loop(lambda x: x < 10.0, lambda x: x * 2.0, 1.0)
@@ -218,9 +407,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
     """`val = body_fun(i, val)` for i from `lower` to `upper` (JAX's
-    `lax.fori_loop`). With bounds known when it is called it is a `scan` (any
-    transform, reverse mode under jit included); with traced bounds, a
-    `while_loop`.
+    `lax.fori_loop`). With bounds known when it is called it is a `scan`;
+    with traced bounds, a `while_loop` (reverse mode works for both).
 
     >>> fori_loop(0, 4, lambda i, x: x + i, 0.0)
     np.float64(6.0)

@@ -12,7 +12,7 @@ from fgrad import lax
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, values
 
-PRIMITIVES = {"cond", "while", "scan"}
+PRIMITIVES = {"cond", "while", "scan", "while_tape", "while_tangents", "while_cotangents"}
 
 
 def _branchy(x, y):
@@ -33,7 +33,20 @@ def _rnn(h, xs):
     return lax.scan(lambda c, x: (fnp.tanh(c * 0.5 + x), c * x), h, xs)
 
 
+def _halving_loss(x):
+    return fnp.sum(_halving(x) ** 2)
+
+
+def _linearized_halving(x):
+    # Under jit, linearize keeps the tape and applies the tangents over it.
+    return fgrad.jit(lambda x, t: fgrad.linearize(_halving, x)[1](t))(x, fnp.cos(x))
+
+
 BATCH_CASES = {
+    "while_tape": (lambda x: fgrad.jit(fgrad.grad(_halving_loss))(x), [(2,)], "real"),
+    "while_cotangents": (lambda x: fgrad.jit(lambda x: fgrad.vjp(_halving, x)[1](fnp.sin(x))[0])(x), [(2,)],
+                         "real"),
+    "while_tangents": (_linearized_halving, [(2,)], "real"),
     "cond": (_branchy, [(3,), (2,)], "real"),
     "switch": (_switchy, [(3,), (3,)], "real"),
     "while": (_halving, [(2,)], "real"),
@@ -75,9 +88,7 @@ def test_reverse_mode_through_a_newton_iteration_is_the_analytic_derivative():
         assert fgrad.grad(sqrt)(a) == pytest.approx(1 / (2 * np.sqrt(a)), rel=1e-10)
 
 
-def test_reverse_mode_under_jit_and_vmap():
-    with pytest.raises(NotImplementedError, match="while_loop.*not known under jit"):
-        fgrad.jit(fgrad.grad(lambda x: fnp.sum(_halving(x))))(np.ones(2))
+def test_reverse_mode_of_cond_under_jit_and_vmap():
     # cond splits each branch by partial evaluation where its index is not known.
     for y in (np.ones(2), -np.ones(2)):
         loss = lambda x, y: fnp.sum(_branchy(x, y) ** 2)  # noqa: E731
@@ -118,3 +129,39 @@ def test_reverse_mode_of_a_traced_cond_holding_control_flow_raises_saying_what_t
         want = np.cos(x) * 0 - np.sin(x) if 0 < x <= 1.0 else (np.cos(x) if x > 1.0 else 2.0)
         assert fgrad.grad(f)(x) == pytest.approx(want, rel=1e-14)
         assert fgrad.grad(fgrad.jit(f))(x) == pytest.approx(want, rel=1e-14)
+
+
+def _central_differences(f, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        out.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+@settings(deadline=None, max_examples=20)
+@given(seed=seeds)
+def test_reverse_mode_through_while_under_jit_keeps_a_tape_and_matches_finite_differences(seed):
+    x = values((2,), "real", seed)
+    got = fgrad.jit(fgrad.grad(_halving_loss))(x)
+    np.testing.assert_allclose(got, fgrad.grad(_halving_loss)(x), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got, _central_differences(_halving_loss, x), rtol=1e-6, atol=1e-8)
+    _, want_t = fgrad.jvp(_halving, (x,), (np.cos(x),))
+    np.testing.assert_allclose(_linearized_halving(x), want_t, rtol=1e-13, atol=1e-15)
+    closed = fgrad.make_jaxpr(fgrad.grad(_halving_loss))(x)
+    names = [e.primitive.name for e in closed.eqns]
+    assert "while_tape" in names and "while_cotangents" in names
+
+
+def test_reverse_mode_through_while_under_vmap_and_a_second_order_under_jit():
+    def sqrt(a):
+        return lax.while_loop(lambda x: fnp.abs(x * x - a) > 1e-12, lambda x: (x + a / x) / 2, a)
+
+    a = np.array([2.0, 9.0, 0.3])
+    for g in (fgrad.vmap(fgrad.grad(sqrt)), fgrad.jit(fgrad.vmap(fgrad.grad(sqrt))),
+              fgrad.jit(fgrad.grad(lambda a: fnp.sum(fgrad.vmap(sqrt)(a))))):
+        np.testing.assert_allclose(g(a), 1 / (2 * np.sqrt(a)), rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="second derivative through fgrad.lax.while_loop under jit"):
+        fgrad.jit(fgrad.grad(fgrad.grad(sqrt)))(2.0)
+    assert fgrad.grad(fgrad.grad(sqrt))(2.0) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-8)
