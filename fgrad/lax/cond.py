@@ -31,6 +31,7 @@ from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
+from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
@@ -101,8 +102,24 @@ def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     # for the others'); the linear parts are staged as another cond, which
     # transposes branch by branch.
     nonzeros = tuple(t is not None for t in tangents[1:])
+    known_branches, linear_branches, out_nonzeros = _split_branches(branches[0], branches[1:], nonzeros)
+    n_out = len(branches[0].out_avals)
+    outs_and_res = cond_p.bind(primals[0], *primals[1:], branches=tuple(known_branches))
+    outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
+    t_outs = trace.stage(cond_p, [primals[0], *res, *(t for t in tangents[1:] if t is not None)],
+                         {"branches": tuple(linear_branches)}) if sum(out_nonzeros) else []
+    it = iter(t_outs)
+    return outs, [next(it) if nz else None for nz in out_nonzeros]
+
+
+@cached_per_jaxpr
+def _split_branches(first: ClosedJaxpr, rest: tuple[ClosedJaxpr, ...], nonzeros: tuple[bool, ...]
+                    ) -> tuple[tuple[ClosedJaxpr, ...], tuple[ClosedJaxpr, ...], tuple[bool, ...]]:
+    """The known and linear branches of reverse mode (cached, so that each call
+    runs the same jaxprs' generated code), and which outputs have tangents."""
+    branches = (first, *rest)
     jvps, out_nonzeros = _joined_jvps(branches, nonzeros)
-    n_in, n_out = len(primals) - 1, len(branches[0].out_avals)
+    n_in, n_out = len(first.in_avals), len(first.out_avals)
     unknowns = (False,) * n_in + (True,) * sum(nonzeros)
     instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
     parts = [partial_eval_jaxpr(j, unknowns, instantiate) for j in jvps]
@@ -115,24 +132,18 @@ def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
         )
     res_avals = [known.out_avals[n_out:] for known, _, _, _ in parts]
     known_branches, linear_branches = [], []
+    n_t = sum(nonzeros)
     for k, (known, unknown, _, num_res) in enumerate(parts):
         known_branches.append(_with_all_residuals(known, n_out, res_avals, k))
         before = [a for avals in res_avals[:k] for a in avals]
         after = [a for avals in res_avals[k + 1:] for a in avals]
-        j = with_unused_inputs(unknown, before, [])
-        # (before, own residuals, tangents) -> (all residuals, tangents)
-        n_t = sum(nonzeros)
-        with_after = with_unused_inputs(j, [], after)
+        # (before, own residuals, tangents, after) -> (all residuals, tangents)
+        j = with_unused_inputs(unknown, before, after)
         nb, no = len(before), num_res
         order = [*range(nb + no), *range(nb + no + n_t, nb + no + n_t + len(after)),
                  *range(nb + no, nb + no + n_t)]
-        linear_branches.append(permuted(with_after, order))
-    outs_and_res = cond_p.bind(primals[0], *primals[1:], branches=tuple(known_branches))
-    outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
-    t_outs = trace.stage(cond_p, [primals[0], *res, *(t for t in tangents[1:] if t is not None)],
-                         {"branches": tuple(linear_branches)}) if sum(out_nonzeros) else []
-    it = iter(t_outs)
-    return outs, [next(it) if nz else None for nz in out_nonzeros]
+        linear_branches.append(permuted(j, order))
+    return tuple(known_branches), tuple(linear_branches), out_nonzeros
 
 
 def _with_all_residuals(known: ClosedJaxpr, n_out: int, res_avals: list[list[ShapedArray]],

@@ -37,6 +37,7 @@ from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
+from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
@@ -347,6 +348,19 @@ def _while_batch(args: list[Any], dims: list[Any], *, cond_jaxpr: ClosedJaxpr, b
         return outs, out_dims
     # Loop while any example goes on; an example whose condition fails keeps its carry.
     nc, nb = len(cc), len(bc)
+    avals = tuple(get_aval(x) for x in [*cc, *bc, *init])
+    new_test, new_body = _until_every_example_is_done(test, body, size, nc, nb, avals)
+    outs = while_p.bind(*cc, *cc, *bc, *init, cond_jaxpr=new_test, body_jaxpr=new_body, cond_nconsts=nc,
+                        body_nconsts=nc + nb)
+    return outs, out_dims
+
+
+@cached_per_jaxpr
+def _until_every_example_is_done(test: ClosedJaxpr, body: ClosedJaxpr, size: int, nc: int, nb: int,
+                                 avals: tuple[ShapedArray, ...]) -> tuple[ClosedJaxpr, ClosedJaxpr]:
+    """The condition and body of a loop over a batch whose examples stop at
+    different steps (cached, so that each call runs the same generated code):
+    go on while any example does, and update only those that go on."""
 
     def any_goes_on(*args: Any) -> list[Any]:
         return [reductions.reduce_or(eval_jaxpr(test.jaxpr, test.consts, *args)[0], axes=(0,))]
@@ -361,14 +375,11 @@ def _while_batch(args: list[Any], dims: list[Any], *, cond_jaxpr: ClosedJaxpr, b
             out.append(ew.where(which, x, old))
         return out
 
-    carry_avals = [get_aval(x) for x in init]
-    new_test = trace_to_jaxpr(any_goes_on, [get_aval(x) for x in cc] + carry_avals, "vmap of while_loop",
+    cc_avals, bc_avals, carry_avals = list(avals[:nc]), list(avals[nc:nc + nb]), list(avals[nc + nb:])
+    new_test = trace_to_jaxpr(any_goes_on, cc_avals + carry_avals, "vmap of while_loop", fresh=True)
+    new_body = trace_to_jaxpr(step_where_it_goes_on, cc_avals + bc_avals + carry_avals, "vmap of while_loop",
                               fresh=True)
-    new_body = trace_to_jaxpr(step_where_it_goes_on, [get_aval(x) for x in [*cc, *bc]] + carry_avals,
-                              "vmap of while_loop", fresh=True)
-    outs = while_p.bind(*cc, *cc, *bc, *init, cond_jaxpr=new_test, body_jaxpr=new_body, cond_nconsts=nc,
-                        body_nconsts=nc + nb)
-    return outs, out_dims
+    return new_test, new_body
 
 
 batch_rules[while_p] = _while_batch
