@@ -221,7 +221,7 @@ def _branches(funs: Sequence[Callable[..., Any]], operands: tuple[Any, ...], wha
     staged = [stage(lambda ops, f=f: f(*ops), [tree], [avals], getattr(f, "__name__", what)) for f in funs]
     first = staged[0]
     for k, s in enumerate(staged[1:], 1):
-        names = ("the true branch", "the false branch") if what == "cond" else ("branch 0", f"branch {k}")
+        names = ("the false branch", "the true branch") if what == "cond" else ("branch 0", f"branch {k}")
         check_same(f"{what}: {names[0]} and {names[1]} return different types", first.out_tree,
                    first.out_avals, s.out_tree, s.out_avals)
     all_consts = [c for s in staged for c in s.consts]

@@ -165,3 +165,12 @@ def test_reverse_mode_through_while_under_vmap_and_a_second_order_under_jit():
     with pytest.raises(NotImplementedError, match="second derivative through fgrad.lax.while_loop under jit"):
         fgrad.jit(fgrad.grad(fgrad.grad(sqrt)))(2.0)
     assert fgrad.grad(fgrad.grad(sqrt))(2.0) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-8)
+
+
+def test_branch_type_errors_name_the_branches_in_order():
+    with pytest.raises(TypeError, match=r"the false branch and the true branch return different types: "
+                                        r"the structures differ: PyTreeDef\(\(\*, \*\)\) and PyTreeDef\(\*\)"):
+        lax.cond(True, lambda x: x, lambda x: (x, x), 1.0)
+    with pytest.raises(TypeError, match=r"branch 0 and branch 1 return different types: leaf 0 is f64\[\] in "
+                                        r"one and f64\[2\] in the other"):
+        lax.switch(0, [lambda x: x, lambda x: fnp.stack([x, x])], 1.0)
