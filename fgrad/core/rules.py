@@ -45,6 +45,11 @@ never receive a zero array they would have to build first.
   into `buffer` (NumPy's ufuncs, matmul included). jit's code does so when
   a buffer of the result's shape and dtype is free: an operand that dies
   there, or a value that died earlier, whose memory only the code can see.
+* ``block_rules[p](writer, eqn, args) -> list[str] | None``: `p` (a
+  control-flow primitive) as Python statements (`if`, `while`, `for`) that
+  assign its results to `writer.name(v)` for each output `v`, its sub-jaxprs
+  written inline with `writer.inline(closed, args)`; `args` are the
+  operands' expressions. Lines are relative to the equation's indentation.
 * ``float_rules[p](args, **params) -> str | None``: `p` as an expression over
   Python floats `args`, for 0-d float64 operands and result. It must give
   NumPy's float64 result, or raise ArithmeticError or ValueError where it
@@ -74,7 +79,7 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
-    "emit_rules", "out_rules", "float_rules", "effectful",
+    "emit_rules", "out_rules", "float_rules", "block_rules", "effectful",
     "LARGE_ARRAY_BYTES",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -86,6 +91,7 @@ batch_rules: dict[Primitive, Callable[..., Any]] = {}
 emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}
 float_rules: dict[Primitive, Callable[..., str | None]] = {}
+block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
 effectful: set[Primitive] = set()
 
 

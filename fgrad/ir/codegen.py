@@ -18,6 +18,8 @@ Each primitive says how it is written, beside its other rules
   equation that nothing else has seen, or an argument the caller donated),
   the code writes the result there, `f1(v3, v4, out=v3)`, instead of
   asking for fresh memory. This is decided here, statically, from liveness.
+* `block_rules`: Python statements for a control-flow primitive (`if`,
+  `while`, `for`), its sub-jaxprs written inline (`_Writer.inline`).
 * `float_rules`: an expression over Python floats, for 0-d float64 values.
   NumPy's scalars cost about 50 ns an operation, Python's floats a third of
   that, and a chain of scalar operations (a gradient of scalar code) is all
@@ -40,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.rules import emit_rules, float_rules, out_rules
+from ..core.rules import block_rules, emit_rules, float_rules, out_rules
 from ..core.trace import LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
@@ -230,7 +232,8 @@ class _Writer:
     def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...]) -> None:
         self.jaxpr = jaxpr = closed.jaxpr
         self.donated = donated
-        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64}
+        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "np": np}
+        self.temps = 0
         self.names: dict[Var, str] = {}
         self.counts: dict[str, int] = {}
         self.seen: dict[tuple[str, int], str] = {}
@@ -305,6 +308,13 @@ class _Writer:
                     self._delete(lines, dead, keep, as_numpy)
                     continue
             args = [numpy_form(a) for a in eqn.invars]
+            block = block_rules.get(eqn.primitive)
+            statements = block(self, eqn, args) if block is not None else None
+            if statements is not None:
+                lines.extend("    " + line for line in statements)
+                as_numpy.update(eqn.outvars)
+                self._delete(lines, dead, keep, as_numpy)
+                continue
             into = plan.into.get(i)
             if into is not None:
                 call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={self.name(into)})"
@@ -328,6 +338,44 @@ class _Writer:
             lines.append(f"    {self.glob('give', give)}(scratch)")
         lines.append(f"    return [{outs}]")
         return lines
+
+    def temp(self) -> str:
+        """A fresh local name for a block rule's own variables (a loop counter)."""
+        self.temps += 1
+        return f"t{self.temps}"
+
+    def inline(self, closed: ClosedJaxpr, args: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Lines computing `closed`'s outputs from the expressions `args`, and the
+        expressions of its outputs: a sub-jaxpr written in place (no float
+        chains, no buffer reuse, nothing deleted: its values are the block's)."""
+        jaxpr = closed.jaxpr
+        env: dict[Var, str] = {}
+        for v, c in zip(jaxpr.constvars, closed.consts):
+            env[v] = self.name(v)
+            self.namespace[env[v]] = c
+        env.update(zip(jaxpr.invars, args))
+
+        def atom(a: Any) -> str:
+            return self.glob("k", a.val) if type(a) is Literal else env[a]
+
+        lines: list[str] = []
+        for eqn in jaxpr.eqns:
+            ins = [atom(a) for a in eqn.invars]
+            for v in eqn.outvars:
+                env[v] = self.name(v)
+            block = block_rules.get(eqn.primitive)
+            statements = block(self, eqn, ins) if block is not None else None
+            if statements is not None:
+                lines.extend(statements)
+                continue
+            call = self._numpy_call(eqn, ins)
+            if not eqn.primitive.multiple_results:
+                lines.append(f"{env[eqn.outvars[0]]} = {call}")
+            elif eqn.outvars:
+                lines.append(f"{', '.join(env[v] for v in eqn.outvars)}, = {call}")
+            else:
+                lines.append(call)
+        return lines, [atom(a) for a in jaxpr.outvars]
 
     def _numpy_call(self, eqn: Any, args: list[str]) -> str:
         """The expression for `eqn` on NumPy values, in memory of its own."""

@@ -20,8 +20,8 @@ from ..ir.evaluate import eval_closed_now, evaluation_trace
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
 
-__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs",
-           "runner", "concrete", "ABSTRACT_ADVICE"]
+__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "assign",
+           "indented", "runner", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -113,6 +113,17 @@ def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     if evaluation_trace() is EVAL_TRACE:
         return compile_jaxpr(closed).fun
     return lambda *args: eval_closed_now(closed, args)
+
+
+def assign(names: Sequence[str], values: Sequence[str]) -> list[str]:
+    """A statement binding `names` to `values` at once (none for no names)."""
+    if not names:
+        return []
+    return [f"{', '.join(names)}, = {', '.join(values)},"]
+
+
+def indented(lines: Sequence[str]) -> list[str]:
+    return ["    " + line for line in lines]
 
 
 def concrete(x: Any) -> Any:

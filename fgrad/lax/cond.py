@@ -15,6 +15,7 @@ outputs. Rules:
   cond (each returning every branch's residuals, zeros in the others'
   places), the linear parts are staged as another, whose transpose is the
   cond of the branches' transposes;
+* jit writes it as a Python `if`/`elif`/`else`, each branch inline;
 * vmap with the index the same for every example is `cond` of the batched
   branches; with a batched index every branch runs on the whole batch and
   each example takes its branch's results (a select).
@@ -29,7 +30,7 @@ import numpy as np
 
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray
-from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
@@ -45,7 +46,18 @@ from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
-from ._common import avals_of, check_same, concrete, leaves_of, permuted, runner, stage, with_unused_inputs
+from ._common import (
+    assign,
+    avals_of,
+    check_same,
+    concrete,
+    indented,
+    leaves_of,
+    permuted,
+    runner,
+    stage,
+    with_unused_inputs,
+)
 
 __all__ = ["cond", "switch", "select", "cond_p"]
 
@@ -172,6 +184,27 @@ def _cond_transpose(cts: list[Any], index: Any, *args: Any, branches: tuple[Clos
 
 jvp_rules[cond_p] = Linearization(_cond_jvp, _cond_linearize)
 transpose_rules[cond_p] = _cond_transpose
+
+
+def _cond_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
+    """jit's code: a Python `if`/`elif`/`else` over the (clamped) index, each
+    branch written inline."""
+    branches = eqn.params["branches"]
+    index, ops = args[0], args[1:]
+    outs = [writer.name(v) for v in eqn.outvars]
+    lines: list[str] = []
+    for k, branch in enumerate(branches):
+        body, results = writer.inline(branch, ops)
+        body = [*body, *assign(outs, results)] or ["pass"]
+        if len(branches) == 1:
+            return body
+        last = k == len(branches) - 1
+        head = f"if {index} <= 0:" if k == 0 else ("else:" if last else f"elif {index} == {k}:")
+        lines += [head, *indented(body)]
+    return lines
+
+
+block_rules[cond_p] = _cond_block
 
 
 def _cond_batch(args: list[Any], dims: list[Any], *, branches: tuple[ClosedJaxpr, ...]) -> Any:

@@ -4,7 +4,8 @@
 over, then the initial carry; its parameters are the two closed jaxprs and the
 numbers of constants of each. Rules:
 
-* evaluation is a Python loop over the jaxprs' generated code;
+* evaluation is a Python loop over the jaxprs' generated code, and jit
+  writes it as a Python `while` with both jaxprs inline;
 * forward mode is `while` of the body's jvp, its carry's tangents found to a
   fixpoint (a carry gets a tangent when its update depends on one that has);
 * reverse mode keeps each iteration's residuals, as many as there were
@@ -35,7 +36,7 @@ import numpy as np
 
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray, get_aval
-from ..core.rules import Linearization, UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
@@ -51,7 +52,18 @@ from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
-from ._common import avals_of, check_same, concrete, leaves_of, permuted, runner, stage, with_unused_inputs
+from ._common import (
+    assign,
+    avals_of,
+    check_same,
+    concrete,
+    indented,
+    leaves_of,
+    permuted,
+    runner,
+    stage,
+    with_unused_inputs,
+)
 
 __all__ = ["while_loop", "fori_loop", "while_p"]
 
@@ -322,6 +334,20 @@ def _while_impl_bound(primals: list[Any], cond_jaxpr: ClosedJaxpr, body_jaxpr: C
 
 
 jvp_rules[while_p] = Linearization(_while_jvp, _while_linearize)
+
+
+def _while_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
+    """jit's code: a Python `while` with the condition and body written inline."""
+    p = eqn.params
+    cc, bc, init = _split(args, p["cond_nconsts"], p["body_nconsts"])
+    carry = [writer.name(v) for v in eqn.outvars]
+    test, (holds,) = writer.inline(p["cond_jaxpr"], [*cc, *carry])
+    step, new = writer.inline(p["body_jaxpr"], [*bc, *carry])
+    return [*assign(carry, init), "while True:", *indented(test), f"    if not {holds}:", "        break",
+            *indented(step), *indented(assign(carry, new))]
+
+
+block_rules[while_p] = _while_block
 
 
 def _while_batch(args: list[Any], dims: list[Any], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,

@@ -7,7 +7,8 @@ slice of each x) to (carry, one slice of each y), and the ys are stacked.
 Parameters: the body's closed `jaxpr`, `length`, `reverse`, `num_consts` and
 `num_carry`. Rules:
 
-* evaluation is a Python loop over the body's generated code;
+* evaluation is a Python loop over the body's generated code, and jit
+  writes it as a Python `for` with the body inline;
 * forward mode is `scan` of the body's jvp, the carry's tangents found to a
   fixpoint;
 * reverse mode unrolls the loop onto the differentiation (its number of
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray
-from ..core.rules import Linearization, batch_rules, jvp_rules
+from ..core.rules import Linearization, batch_rules, block_rules, jvp_rules
 from ..core.trace import Primitive, ctx
 from ..ir.check import check_operands
 from ..ir.jaxpr import ClosedJaxpr
@@ -38,7 +39,7 @@ from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace
-from ._common import avals_of, check_same, leaves_of, permuted, runner, stage
+from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, runner, stage
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
@@ -172,6 +173,35 @@ def _scan_batch(args: list[Any], dims: list[Any], *, jaxpr: ClosedJaxpr, length:
 
 
 batch_rules[scan_p] = _scan_batch
+
+
+def _scan_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
+    """jit's code: a Python `for` over the steps, the body written inline, the
+    ys collected in lists and stacked."""
+    p = eqn.params
+    consts, init, xs = _split(args, p["num_consts"], p["num_carry"])
+    n, nc = p["length"], p["num_carry"]
+    outs = [writer.name(v) for v in eqn.outvars]
+    carry, ys = outs[:nc], outs[nc:]
+    step = writer.temp()
+    body, results = writer.inline(p["jaxpr"], [*consts, *carry, *(f"{x}[{step}]" for x in xs)])
+    lists = [writer.temp() for _ in ys]
+    order = f"range({n} - 1, -1, -1)" if p["reverse"] else f"range({n})"
+    # The ys are collected before the carry is rebound: a y may be the carry itself.
+    lines = [*assign(carry, init), *(f"{t} = []" for t in lists), f"for {step} in {order}:", *indented(body),
+             *(f"    {t}.append({y})" for t, y in zip(lists, results[nc:])),
+             *indented(assign(carry, results[:nc]))]
+    if not body and not carry and not lists:
+        lines.append("    pass")
+    for t, y, v in zip(lists, ys, eqn.outvars[nc:]):
+        if p["reverse"]:
+            lines.append(f"{t}.reverse()")
+        empty = writer.glob("k", np.empty(v.aval.shape, v.aval.dtype))
+        lines.append(f"{y} = np.stack({t}) if {t} else {empty}")
+    return lines
+
+
+block_rules[scan_p] = _scan_block
 
 
 # --- the functions -----------------------------------------------------------

@@ -174,3 +174,25 @@ def test_branch_type_errors_name_the_branches_in_order():
     with pytest.raises(TypeError, match=r"branch 0 and branch 1 return different types: leaf 0 is f64\[\] in "
                                         r"one and f64\[2\] in the other"):
         lax.switch(0, [lambda x: x, lambda x: fnp.stack([x, x])], 1.0)
+
+
+def test_jit_writes_control_flow_as_python_statements_with_the_sub_jaxprs_inline():
+    newton = lambda a: lax.while_loop(lambda x: fnp.abs(x * x - a) > 1e-12,  # noqa: E731
+                                      lambda x: (x + a / x) / 2, a)
+    source = fgrad.jit(newton).lower(2.0).as_text()
+    assert "while True:" in source and "break" in source
+    assert fgrad.jit(newton)(2.0) == pytest.approx(np.sqrt(2.0), rel=1e-15)
+    pick = lambda i, x: lax.switch(i, [fnp.sin, fnp.cos, fnp.exp], x)  # noqa: E731
+    source = fgrad.jit(pick).lower(0, 0.5).as_text()
+    assert "if " in source and "elif " in source and "else:" in source
+    for i in (-3, 0, 1, 2, 7):  # clamped into range
+        assert fgrad.jit(pick)(i, 0.5) == pick(i, 0.5)
+    # A y that is the carry itself is collected before the carry moves on.
+    doubling = lambda c: lax.scan(lambda c, _: (c * 2.0, c), c, None, length=4)  # noqa: E731
+    source = fgrad.jit(doubling).lower(1.0).as_text()
+    assert "for t" in source and "np.stack(" in source
+    np.testing.assert_array_equal(fgrad.jit(doubling)(1.0)[1], [1.0, 2.0, 4.0, 8.0])
+    nested = lambda xs: lax.scan(lambda c, x: (c + lax.cond(x > 0, fnp.sin, fnp.cos, x), c), 0.0, xs)  # noqa: E731
+    xs = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(fgrad.jit(nested)(xs)[0], nested(xs)[0], rtol=1e-15)
+    np.testing.assert_allclose(fgrad.jit(nested)(xs)[1], nested(xs)[1], rtol=1e-15)
