@@ -66,6 +66,13 @@ EXPLICIT: dict[str, tuple[Any, ...]] = {
     "bitwise_and": (np.arange(4), np.arange(4)[::-1]), "bitwise_or": (np.arange(4), np.arange(4)[::-1]),
     "bitwise_xor": (np.arange(4), np.arange(4)[::-1]), "invert": (np.arange(4),),
     "bitwise_not": (np.arange(4),), "bitwise_invert": (np.arange(4),),
+    "diff": (V, 1, -1, 0.2), "ediff1d": (V, 2 * V, 0.2), "trapezoid": (M, V), "append": (V, 2 * V),
+    "insert": (V, 1, 2 * V[:1]), "delete": (V, 1), "hsplit": (M, 3), "vsplit": (M, 3),
+    "dsplit": (M.reshape(3, 1, 3), 3), "row_stack": ([V, 2 * V],), "rollaxis": (M.reshape(3, 3, 1), 2),
+    "cross": (M, 2 * M[::-1]), "polyval": (V, M), "vander": (V,), "logspace": (np.array(0.2), V, 5),
+    "geomspace": (np.array(0.2), V, 5), "isclose": (V, V + 1e-9 * (V > 0.4)),
+    "allclose": (V, V + 1e-9 * (V > 0.4)), "array_equal": (V, V), "iscomplex": (V + 1j * (V > 0.4),),
+    "isreal": (V + 1j * (V > 0.4),),
 }
 # Functional updates are reached through fgrad.numpy.at(x)[idx] (or x.at[idx] on traced values).
 AT_UPDATES = {
@@ -79,7 +86,8 @@ AT_UPDATES = {
 # Piecewise constant in the values (no derivative by design), though their result is float.
 NO_DERIVATIVE = {"unique"}
 # Functions of shapes and constants: nothing traced goes in, nothing to differentiate.
-CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "iscomplexobj", "isrealobj", "empty_like"}
+CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "iscomplexobj", "isrealobj", "empty_like", "identity",
+            "tri", "shape", "ndim", "size", "isscalar", "result_type"}
 
 
 def functions() -> list[tuple[str, str, Callable[..., Any], Callable[..., Any] | None]]:

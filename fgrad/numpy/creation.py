@@ -13,6 +13,7 @@ rules of their own.
 
 from __future__ import annotations
 
+import builtins
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -27,13 +28,25 @@ from ..primitives import indexing, shapes
 from ..primitives.indexing import StaticIndex
 from . import ufuncs
 from .indexing import at, diagonal
-from .operands import Array, ArrayLike, check_no_out, normalize_axes, operand, shape_of, static_argument
+from .operands import (
+    Array,
+    ArrayLike,
+    check_no_out,
+    concrete_value,
+    normalize_axes,
+    operand,
+    shape_of,
+    static_argument,
+)
 from .reductions import any as _any
+from .reductions import cumprod
 from .shaping import (
+    _flip_axes,
     atleast_1d,
     atleast_2d,
     atleast_3d,
     broadcast_arrays,
+    broadcast_to,
     expand_dims,
     moveaxis,
     ravel,
@@ -44,6 +57,7 @@ __all__ = [
     "array", "asarray", "astype", "copy", "stack", "concatenate", "hstack", "vstack", "dstack",
     "column_stack", "meshgrid", "pad", "diag", "diagflat", "tril", "triu", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
+    "identity", "tri", "logspace", "geomspace", "vander",
 ]
 
 zeros = np.zeros
@@ -483,3 +497,109 @@ def empty_like(prototype: ArrayLike, dtype: Any = None, order: str = "K", subok:
         return np.empty_like(prototype, dtype, order, subok, shape, device=device)  # type: ignore[call-overload]
     aval = get_aval(prototype)
     return np.zeros(aval.shape if shape is None else shape, dtype or aval.dtype)
+
+
+def identity(n: int, dtype: Any = None, *, like: Any = None) -> Array:
+    """numpy.identity: the `n` x `n` identity matrix (a constant).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.identity(2)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    if ctx.trace is not EVAL_TRACE:
+        n = static_argument(n, "identity", "n")
+    return np.identity(n, dtype, like=like)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, *, like: Any = None) -> Array:
+    """numpy.tri: ones at and below the `k`-th diagonal of an `N` x `M` array (a constant).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.tri(2, 3, dtype=int)
+    array([[1, 0, 0],
+           [1, 1, 0]])
+    """
+    if ctx.trace is not EVAL_TRACE:
+        N, M, k = (static_argument(v, "tri", name) for v, name in ((N, "N"), (M, "M"), (k, "k")))
+    return np.tri(N, M, k, dtype, like=like)
+
+
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             base: ArrayLike = 10.0, dtype: Any = None, axis: int = 0) -> Array:
+    """numpy.logspace: ``base ** linspace(start, stop, num)``; the arguments may be traced.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.logspace(0.0, 2.0, 3)
+    array([  1.,  10., 100.])
+    """
+    if ctx.trace is EVAL_TRACE or not (_has_tracer(start) or _has_tracer(stop) or _has_tracer(base)):
+        return np.logspace(start, stop, num, endpoint, base, dtype, axis)
+    start, stop, base = (operand(v) for v in (start, stop, base))
+    ndmax = len(np.broadcast_shapes(*(shape_of(v) for v in (start, stop, base))))
+    start, stop, base = (array(v, copy=False, ndmin=ndmax) for v in (start, stop, base))
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    out = ufuncs.power(expand_dims(base, axis), y)
+    return out if dtype is None else astype(out, dtype)
+
+
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Array:
+    """numpy.geomspace: `num` samples evenly spaced on a log scale from `start` to `stop`
+    (which may be traced; real values).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.geomspace(1.0, 100.0, 3)
+    array([  1.,  10., 100.])
+    """
+    if ctx.trace is EVAL_TRACE or not (_has_tracer(start) or _has_tracer(stop)):
+        return np.geomspace(start, stop, num, endpoint, dtype, axis)
+    num = operator.index(static_argument(num, "geomspace", "num"))
+    start, stop = (np.asarray(v) if type(v) in (float, int, complex, bool) else operand(v)
+                   for v in (start, stop))
+    known = concrete_value([start, stop], None)
+    if known is not None and builtins.any(np.any(np.asarray(v) == 0) for v in known):
+        raise ValueError("Geometric sequence cannot include zero")
+    dt = np.result_type(get_aval(start).dtype, get_aval(stop).dtype, float(num), np.zeros((), dtype))
+    if dt.kind == "c":
+        raise NotImplementedError("fgrad.numpy.geomspace supports real end points only under a transform")
+    out_dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = astype(start, dt), astype(stop, dt)
+    out_sign = ufuncs.sign(start)
+    start = ufuncs.divide(start, out_sign)
+    stop = ufuncs.divide(stop, out_sign)
+    result = logspace(ufuncs.log10(start), ufuncs.log10(stop), num=num, endpoint=endpoint, base=10.0,
+                      dtype=dt)
+    if num > 0:
+        result = at(result)[0].set(start)
+        if num > 1 and endpoint:
+            result = at(result)[-1].set(stop)
+    result = ufuncs.multiply(result, out_sign)
+    if axis != 0:
+        result = moveaxis(result, 0, axis)
+    return astype(result, out_dtype)
+
+
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
+    """numpy.vander: the Vandermonde matrix, columns the powers of `x` (decreasing by default).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.vander(np.array([2.0, 3.0]), 3)
+    array([[4., 2., 1.],
+           [9., 3., 1.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.vander(x, N, increasing)
+    v = np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
+    shape = shape_of(v)
+    if len(shape) != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = shape[0]
+    N = n if N is None else operator.index(static_argument(N, "vander", "N"))
+    dtype = np.promote_types(get_aval(v).dtype, int)
+    v = astype(v, dtype)
+    columns = [np.ones((n, 1 if N > 0 else 0), dtype)]
+    if N > 1:  # x, x**2, ... as NumPy computes them: running products
+        columns.append(cumprod(broadcast_to(reshape(v, (n, 1)), (n, N - 1)), axis=1))
+    out = concatenate(columns, axis=1)
+    return out if increasing else _flip_axes(out, (1,))

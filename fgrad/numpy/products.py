@@ -11,19 +11,26 @@ from __future__ import annotations
 
 import math
 import string
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import elementwise as ew
-from ..primitives import linalg, shapes
+from ..primitives import indexing, linalg, shapes
 from ..primitives import reductions as red
+from ..primitives.indexing import StaticIndex
+from . import ufuncs
 from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
+from .shaping import moveaxis
 
-__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "vecdot"]
+__all__ = [
+    "matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "vecdot", "cross", "polyval",
+]
 
 
 def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
@@ -399,3 +406,68 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = 
     spec, ops = _normalize_einsum(subscripts, ops)
     return linalg.einsum(*ops, subscripts=spec)
 
+
+
+def _component(x: Any, i: int) -> Any:
+    return indexing.getitem(x, idx=StaticIndex((Ellipsis, i)))
+
+
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Array:
+    """numpy.cross: the cross products of vectors of 3 (or, deprecated, 2) components along the axes given.
+
+    >>> cross([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    array([0., 0., 1.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.cross(a, b, axisa, axisb, axisc, axis)
+    if axis is not None:
+        axisa, axisb, axisc = (axis,) * 3
+    a, b = _strong(a), _strong(b)
+    if not shape_of(a) or not shape_of(b):
+        raise ValueError("At least one array has zero dimension")
+    axisa = normalize_axis_index(axisa, len(shape_of(a)), msg_prefix="axisa")
+    axisb = normalize_axis_index(axisb, len(shape_of(b)), msg_prefix="axisb")
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors "
+                      "instead. (deprecated in NumPy 2.0)", DeprecationWarning, stacklevel=2)
+    shape = np.broadcast_shapes(shape_of(a)[:-1], shape_of(b)[:-1])
+    a0, a1, b0, b1 = _component(a, 0), _component(a, 1), _component(b, 0), _component(b, 1)
+    mul, sub = ufuncs.multiply, ufuncs.subtract
+    last = sub(mul(a0, b1), mul(a1, b0))
+    if na == 2 and nb == 2:
+        return last
+    if na == 2:
+        b2 = _component(b, 2)
+        parts = [mul(a1, b2), ufuncs.negative(mul(a0, b2))]
+    elif nb == 2:
+        a2 = _component(a, 2)
+        parts = [ufuncs.negative(mul(a2, b1)), mul(a2, b0)]
+    else:
+        a2, b2 = _component(a, 2), _component(b, 2)
+        parts = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2))]
+    axisc = normalize_axis_index(axisc, len(shape) + 1, msg_prefix="axisc")
+    columns = [_reshape(shapes.broadcast_to(p, shape=shape) if shape_of(p) != shape else p, (*shape, 1))
+               for p in (*parts, last)]
+    return moveaxis(shapes.concatenate(*columns, axis=len(shape)), -1, axisc)
+
+
+def polyval(p: ArrayLike, x: ArrayLike) -> Array:
+    """numpy.polyval: the polynomial with coefficients `p` (highest power first) at `x`, by Horner's rule.
+
+    >>> polyval([1.0, 0.0, -1.0], 3.0)
+    np.float64(8.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.polyval(p, x)
+    p, x = _strong(p), _strong(x)
+    if not shape_of(p):
+        raise TypeError("iteration over a 0-d array")
+    y: Any = np.zeros(shape_of(x), get_aval(x).dtype)
+    for i in range(shape_of(p)[0]):
+        y = ufuncs.add(ufuncs.multiply(y, x), indexing.getitem(p, idx=StaticIndex((i,))))
+    return y

@@ -22,8 +22,9 @@ import numpy as np
 from ..core.avals import get_aval, is_inexact_dtype
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import elementwise as ew
+from ..primitives import indexing, shapes
 from ..primitives import reductions as red
-from ..primitives import shapes
+from ..primitives.indexing import StaticIndex
 from .operands import (
     Array,
     ArrayLike,
@@ -34,12 +35,14 @@ from .operands import (
     normalize_axes,
     operand,
     shape_of,
+    static_argument,
 )
-from .shaping import ravel
+from .shaping import broadcast_to, ravel, reshape
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "argmax", "argmin",
     "all", "any", "count_nonzero", "average", "nansum", "nanmean", "nanmax", "nanmin", "cumsum", "cumprod",
+    "diff", "ediff1d", "trapezoid", "allclose", "array_equal",
 ]
 
 Axis = int | Sequence[int] | None
@@ -545,3 +548,145 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any =
         return np.cumprod(a, axis=axis, dtype=dtype, out=out)
     check_no_out(out, "cumprod")
     return _cumulative(red.cumprod, a, axis, dtype)
+
+
+_NO_VALUE: Any = np._NoValue  # NumPy's marker for an argument not given
+
+
+def _slice_axis(x: Any, axis: int, s: slice) -> Any:
+    return indexing.getitem(x, idx=StaticIndex((*(slice(None),) * axis, s)))
+
+
+def _strong(x: Any) -> Any:
+    """`x` as numpy.asanyarray makes it: a Python scalar becomes a (strongly typed) array."""
+    return np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
+
+
+def _join(xs: list[Any], axis: int) -> Any:
+    """numpy.concatenate of operands along an existing axis (NumPy's promotion)."""
+    dt = np.result_type(*(get_aval(x).dtype for x in xs))
+    xs = [x if get_aval(x).dtype == dt else _astype(x, dt) for x in xs]
+    return xs[0] if len(xs) == 1 else shapes.concatenate(*xs, axis=axis)
+
+
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike = _NO_VALUE,
+         append: ArrayLike = _NO_VALUE) -> Array:
+    """numpy.diff: the `n`-th differences along `axis`, after joining `prepend` and `append`.
+
+    >>> diff([1.0, 4.0, 9.0, 16.0]), diff([1.0, 4.0, 9.0, 16.0], n=2)
+    (array([3., 5., 7.]), array([2., 2.]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.diff(a, n, axis, prepend, append)
+    n = operator.index(static_argument(n, "diff", "n"))
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    x = _strong(a)
+    shape = shape_of(x)
+    if not shape:
+        raise ValueError("diff requires input that is at least one dimensional")
+    (axis,) = normalize_axes(operator.index(axis), len(shape))
+    combined = []
+    for i, extra in enumerate((prepend, append)):
+        if extra is not _NO_VALUE:
+            extra = _strong(extra)
+            if not shape_of(extra):
+                extra = broadcast_to(extra, (*shape[:axis], 1, *shape[axis + 1:]))
+            combined.append(extra)
+        if i == 0:
+            combined.append(x)
+    x = _join(combined, axis)
+    op = ew.ne if get_aval(x).dtype == np.bool_ else ew.sub
+    for _ in range(n):
+        x = op(_slice_axis(x, axis, slice(1, None)), _slice_axis(x, axis, slice(None, -1)))
+    return x
+
+
+def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Array:
+    """numpy.ediff1d: the differences of consecutive elements of the flattened array, with
+    `to_begin` and `to_end` put before and after.
+
+    >>> ediff1d([1.0, 2.0, 4.0], to_begin=-1.0)
+    array([-1.,  1.,  2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.ediff1d(ary, to_end, to_begin)
+    x = ravel(_strong(ary))
+    dtype = get_aval(x).dtype
+    out = ew.sub(_slice_axis(x, 0, slice(1, None)), _slice_axis(x, 0, slice(None, -1)))
+    parts: list[Any] = []
+    for name, extra in (("to_begin", to_begin), ("to_end", to_end)):
+        if extra is None:
+            parts.append(None)
+            continue
+        extra = _strong(extra)
+        if not np.can_cast(get_aval(extra).dtype, dtype, casting="same_kind"):
+            raise TypeError(
+                f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
+        parts.append(_astype(ravel(extra), dtype))
+    begin, end = parts
+    return _join([p for p in (begin, out, end) if p is not None], 0)
+
+
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axis: int = -1) -> Array:
+    """numpy.trapezoid: the integral of `y` along `axis` by the trapezoidal rule, at sample
+    points `x` or spaced `dx`.
+
+    >>> trapezoid([1.0, 2.0, 3.0]), trapezoid([1.0, 2.0, 3.0], x=[0.0, 1.0, 3.0])
+    (np.float64(4.0), np.float64(6.5))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.trapezoid(y, x, dx, axis)
+    y = _strong(y)
+    nd = len(shape_of(y))
+    d: Any
+    if x is None:
+        d = dx
+    else:
+        x = _strong(x)
+        if len(shape_of(x)) == 1:
+            d = diff(x)
+            shape = [1] * nd
+            shape[axis] = shape_of(d)[0]
+            d = reshape(d, shape)
+        else:
+            d = diff(x, axis=axis)
+    (ax,) = normalize_axes(operator.index(axis), nd)
+    pairs = ew.add(_slice_axis(y, ax, slice(1, None)), _slice_axis(y, ax, slice(None, -1)))
+    return sum(ew.div(ew.mul(d, pairs), 2.0), axis=ax)
+
+
+def _concrete_bool(function: str, args: Any) -> Any:
+    return concrete_value(
+        args,
+        f"fgrad.numpy.{function} returns a Python bool, so it needs concrete values, but it got a "
+        "traced {aval} value under `{transform}`, where only its type is known. Compare outside the "
+        "transformed function, or use a traced boolean such as fgrad.numpy.all(fgrad.numpy.isclose(a, b)).",
+    )
+
+
+def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """numpy.allclose: whether all elements are close (a Python bool: needs concrete values).
+
+    >>> allclose([1.0, 2.0], [1.0, 2.0 + 1e-9])
+    True
+    """
+    if ctx.trace is EVAL_TRACE:
+        return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    a, b, rtol, atol = _concrete_bool("allclose", [a, b, rtol, atol])
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool:
+    """numpy.array_equal: whether the shapes and elements are equal (a Python bool: needs concrete values).
+
+    >>> array_equal([1.0, 2.0], [1.0, 2.0]), array_equal([1.0], [1.0, 1.0])
+    (True, False)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return bool(np.array_equal(a1, a2, equal_nan=equal_nan))
+    a1, a2 = _concrete_bool("array_equal", [a1, a2])
+    return bool(np.array_equal(a1, a2, equal_nan=equal_nan))

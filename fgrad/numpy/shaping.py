@@ -11,12 +11,14 @@ concrete (not traced).
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import indexing, shapes
 from ..primitives.indexing import StaticIndex
@@ -25,7 +27,8 @@ from .operands import Array, ArrayLike, axes_in_order, normalize_axes, operand, 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "ravel", "moveaxis", "swapaxes", "broadcast_to",
     "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "roll",
-    "rot90", "tile", "repeat", "split", "array_split",
+    "rot90", "tile", "repeat", "split", "array_split", "hsplit", "vsplit", "dsplit", "rollaxis",
+    "append", "insert", "delete", "row_stack",
 ]
 
 
@@ -439,3 +442,167 @@ def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 
         if n % operator.index(spec):  # sections=0: NumPy's ZeroDivisionError
             raise ValueError("array split does not result in an equal division")
     return array_split(ary, spec, axis)
+
+
+def hsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
+    """numpy.hsplit: split along the second axis (the first, for 1-d arrays).
+
+    >>> import fgrad.numpy as fnp
+    >>> [p.shape for p in fnp.hsplit(np.zeros((2, 4)), 2)]
+    [(2, 2), (2, 2)]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.hsplit(ary, indices_or_sections)
+    x = operand(ary)
+    ndim = len(shape_of(x))
+    if ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(x, indices_or_sections, 1 if ndim > 1 else 0)
+
+
+def vsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
+    """numpy.vsplit: split along the first axis of an array of 2 or more dimensions.
+
+    >>> import fgrad.numpy as fnp
+    >>> [p.shape for p in fnp.vsplit(np.zeros((4, 2)), [1])]
+    [(1, 2), (3, 2)]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.vsplit(ary, indices_or_sections)
+    x = operand(ary)
+    if len(shape_of(x)) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(x, indices_or_sections, 0)
+
+
+def dsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
+    """numpy.dsplit: split along the third axis of an array of 3 or more dimensions.
+
+    >>> import fgrad.numpy as fnp
+    >>> [p.shape for p in fnp.dsplit(np.zeros((1, 2, 4)), 2)]
+    [(1, 2, 2), (1, 2, 2)]
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.dsplit(ary, indices_or_sections)
+    x = operand(ary)
+    if len(shape_of(x)) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(x, indices_or_sections, 2)
+
+
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
+    """numpy.rollaxis: move `axis` to the position before `start` (moveaxis is simpler).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.rollaxis(np.zeros((2, 3, 4)), 2).shape
+    (4, 2, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.rollaxis(a, axis, start)
+    x = operand(a)
+    n = len(shape_of(x))
+    axis = normalize_axis_index(axis, n)
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise np.exceptions.AxisError(
+            f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return x
+    axes = list(range(n))
+    axes.remove(axis)
+    axes.insert(start, axis)
+    return transpose(x, axes)
+
+
+def _strong(x: Any) -> Any:
+    """`x` as numpy.asanyarray makes it: a Python scalar becomes a (strongly typed) array."""
+    return np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
+
+
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
+    """numpy.append: `values` joined after `arr` along `axis` (axis None: both flattened).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.append(np.array([1.0, 2.0]), [[3.0]])
+    array([1., 2., 3.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.append(arr, values, axis)
+    from .creation import concatenate  # imported here: creation builds on this module
+
+    x, v = _strong(arr), _strong(values)
+    if axis is None:
+        x, v = (ravel(x) if len(shape_of(x)) != 1 else x), ravel(v)
+        axis = len(shape_of(x)) - 1
+    return concatenate((x, v), axis=axis)
+
+
+def _gather_flat(x: Any, positions: np.ndarray) -> Any:
+    """The elements of `x` (flattened) at `positions`, an array of the result's shape."""
+    flat = ravel(x)
+    return reshape(indexing.getitem(flat, idx=StaticIndex((positions.ravel(),))), positions.shape)
+
+
+def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
+    """numpy.insert: `values` inserted before the indices `obj` (concrete) along `axis`
+    (axis None: of the flattened array).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.insert(np.array([1.0, 2.0, 3.0]), 1, 9.0)
+    array([1., 9., 2., 3.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.insert(arr, obj, values, axis)
+    obj = static_argument(obj, "insert", "obj")
+    x, v = _strong(arr), _strong(values)
+    dtype = get_aval(x).dtype
+    if get_aval(v).dtype != dtype:
+        from .creation import astype  # imported here: creation builds on this module
+
+        v = astype(v, dtype)
+    # NumPy arranges the positions of the elements of `arr` and of `values`; a gather follows.
+    n = int(np.prod(shape_of(x), dtype=np.int64))
+    labels = np.arange(n).reshape(shape_of(x))
+    value_labels = n + np.arange(int(np.prod(shape_of(v), dtype=np.int64))).reshape(shape_of(v))
+    positions = np.insert(labels, obj, value_labels, axis)
+    from .creation import concatenate  # imported here: creation builds on this module
+
+    return _gather_flat(concatenate([ravel(x), ravel(v)]), positions)
+
+
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Array:
+    """numpy.delete: `arr` without the entries `obj` (concrete indices, a slice or a mask)
+    along `axis` (axis None: of the flattened array).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.delete(np.array([1.0, 2.0, 3.0]), [0, 2])
+    array([2.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.delete(arr, obj, axis)
+    obj = static_argument(obj, "delete", "obj")
+    x = _strong(arr)
+    labels = np.arange(int(np.prod(shape_of(x), dtype=np.int64))).reshape(shape_of(x))
+    positions = np.delete(labels, obj, axis)
+    return _gather_flat(x, positions)
+
+
+def row_stack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
+    """numpy.row_stack: NumPy's deprecated alias of vstack (with its DeprecationWarning).
+
+    >>> import warnings, fgrad.numpy as fnp
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     fnp.row_stack([np.ones(2), np.zeros(2)]).shape
+    (2, 2)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.row_stack(tup, dtype=dtype, casting=casting)  # type: ignore[arg-type]
+    from .creation import vstack  # imported here: creation builds on this module
+
+    warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.", DeprecationWarning,
+                  stacklevel=2)
+    return vstack(tup, dtype=dtype, casting=casting)

@@ -34,6 +34,7 @@ __all__ = [
     "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not",
     "bitwise_invert", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "where",
     "select", "real", "imag", "conj", "conjugate", "angle", "iscomplexobj", "isrealobj",
+    "iscomplex", "isreal", "isclose", "shape", "ndim", "size", "isscalar", "result_type",
 ]
 
 
@@ -404,3 +405,131 @@ def iscomplexobj(x: ArrayLike) -> bool:
 def isrealobj(x: ArrayLike) -> bool:
     """numpy.isrealobj: whether the dtype is not complex."""
     return not iscomplexobj(x)
+
+
+def iscomplex(x: ArrayLike) -> Array:
+    """numpy.iscomplex: elementwise, whether the imaginary part is nonzero (False for a real dtype).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.iscomplex(np.array([1.0 + 1j, 2.0]))
+    array([ True, False])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.iscomplex(x)
+    x = operand(x)
+    aval = get_aval(x)
+    if aval.dtype.kind == "c":
+        return not_equal(ew.imag(x), 0)
+    return np.zeros(aval.shape, bool)[()]
+
+
+def isreal(x: ArrayLike) -> Array:
+    """numpy.isreal: elementwise, whether the imaginary part is zero (True for a real dtype).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.isreal(np.array([1.0 + 1j, 2.0]))
+    array([False,  True])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.isreal(x)
+    return equal(imag(x), 0)
+
+
+def _as_operand(x: Any) -> Any:
+    """`x` as isclose takes it: Python scalars kept (weak), anything else an array or tracer."""
+    return x if isinstance(x, (int, float, complex)) else operand(x)
+
+
+def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+            equal_nan: bool = False) -> Array:
+    """numpy.isclose: elementwise ``|a - b| <= atol + rtol * |b|`` (booleans, no derivative).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.isclose(np.array([1.0, 2.0]), np.array([1.0 + 1e-9, 2.1]))
+    array([ True, False])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    x, y, atol, rtol = (_as_operand(v) for v in (a, b, atol, rtol))
+    if not isinstance(y, (int, float, complex)):
+        dt = np.result_type(get_aval(y).dtype, 1.0)
+        if get_aval(y).dtype != dt:
+            y = ew.convert_element_type(y, new_dtype=dt)
+    elif isinstance(y, int):
+        y = float(y)
+    close = less_equal(absolute(subtract(x, y)), add(atol, multiply(rtol, absolute(y))))
+    result = logical_or(logical_and(close, isfinite(y)), equal(x, y))
+    if equal_nan:
+        result = logical_or(result, logical_and(isnan(x), isnan(y)))
+    return result
+
+
+def shape(a: ArrayLike) -> tuple[int, ...]:
+    """numpy.shape: the shape of `a`, a tuple of Python ints (known from the type alone).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.shape([[1.0, 2.0, 3.0]])
+    (1, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.shape(a)
+    return tuple(get_aval(operand(a)).shape)
+
+
+def ndim(a: ArrayLike) -> int:
+    """numpy.ndim: the number of dimensions of `a` (known from the type alone).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.ndim([[1.0, 2.0, 3.0]])
+    2
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.ndim(a)
+    return len(shape(a))
+
+
+def size(a: ArrayLike, axis: int | tuple[int, ...] | None = None) -> int:
+    """numpy.size: the number of elements of `a`, or along `axis` (known from the type alone).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.size(np.zeros((2, 3))), fnp.size(np.zeros((2, 3)), 1)
+    (6, 3)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.size(a, axis)
+    # NumPy's own rules (and errors) for `axis`, on a stand-in of the same shape.
+    return int(np.size(np.broadcast_to(np.empty((), np.int8), shape(a)), axis))
+
+
+def isscalar(element: Any) -> bool:
+    """numpy.isscalar: whether `element` is a scalar; a traced value is one if it is 0-d.
+
+    Under a transform a Python or NumPy scalar argument is traced as a 0-d value, so
+    (as in JAX) every 0-d traced value counts as a scalar.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.isscalar(2.0), fnp.isscalar(np.ones(2))
+    (True, False)
+    """
+    if isinstance(element, Tracer):
+        return get_aval(element).ndim == 0
+    return bool(np.isscalar(element))
+
+
+_WEAK_STAND_IN = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """numpy.result_type: the dtype NumPy's promotion gives its arguments (from their types alone).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.result_type(np.float32, 2.0), fnp.result_type(np.arange(2), 1.5)
+    (dtype('float32'), dtype('float64'))
+    """
+    args = []
+    for x in arrays_and_dtypes:
+        if isinstance(x, Tracer):
+            aval = get_aval(x)
+            x = _WEAK_STAND_IN[aval.dtype.kind] if aval.weak_type else aval.dtype
+        args.append(x)
+    return np.result_type(*args)
