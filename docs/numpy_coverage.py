@@ -73,6 +73,10 @@ EXPLICIT: dict[str, tuple[Any, ...]] = {
     "geomspace": (np.array(0.2), V, 5), "isclose": (V, V + 1e-9 * (V > 0.4)),
     "allclose": (V, V + 1e-9 * (V > 0.4)), "array_equal": (V, V), "iscomplex": (V + 1j * (V > 0.4),),
     "isreal": (V + 1j * (V > 0.4),),
+    "interp": (M, np.array([0.2, 0.5, 0.9]), V), "convolve": (V, 2 * V[:2]), "correlate": (V, 2 * V[:2]),
+    "quantile": (M, 0.3), "percentile": (M, 30.0), "ldexp": (V, np.arange(3)), "polyfit": (V, 2 * V, 1),
+    "piecewise": (V, [V > 0.4], [lambda v: 2 * v, lambda v: v ** 2]), "bincount": (np.array([0, 2, 2]), V),
+    "ix_": (np.arange(3), np.arange(2)),
 }
 # Functional updates are reached through fgrad.numpy.at(x)[idx] (or x.at[idx] on traced values).
 AT_UPDATES = {
@@ -84,10 +88,11 @@ AT_UPDATES = {
     "at(x)[idx].get()": lambda x, v: fnp.at(x)[1:].get() * v,
 }
 # Piecewise constant in the values (no derivative by design), though their result is float.
-NO_DERIVATIVE = {"unique"}
+NO_DERIVATIVE = {"unique", "histogram"}
 # Functions of shapes and constants: nothing traced goes in, nothing to differentiate.
 CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "iscomplexobj", "isrealobj", "empty_like", "identity",
-            "tri", "shape", "ndim", "size", "isscalar", "result_type"}
+            "tri", "shape", "ndim", "size", "isscalar", "result_type", "triu_indices", "tril_indices",
+            "diag_indices", "indices"}
 
 
 def functions() -> list[tuple[str, str, Callable[..., Any], Callable[..., Any] | None]]:

@@ -51,13 +51,14 @@ from .shaping import (
     moveaxis,
     ravel,
     reshape,
+    transpose,
 )
 
 __all__ = [
     "array", "asarray", "astype", "copy", "stack", "concatenate", "hstack", "vstack", "dstack",
     "column_stack", "meshgrid", "pad", "diag", "diagflat", "tril", "triu", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
-    "identity", "tri", "logspace", "geomspace", "vander",
+    "identity", "tri", "logspace", "geomspace", "vander", "r_", "c_", "mgrid", "ogrid",
 ]
 
 zeros = np.zeros
@@ -603,3 +604,113 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
         columns.append(cumprod(broadcast_to(reshape(v, (n, 1)), (n, N - 1)), axis=1))
     out = concatenate(columns, axis=1)
     return out if increasing else _flip_axes(out, (1,))
+
+
+def _key_has_tracer(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    if isinstance(x, slice):
+        return any(_key_has_tracer(v) for v in (x.start, x.stop, x.step))
+    return isinstance(x, (list, tuple)) and builtins.any(_key_has_tracer(v) for v in x)
+
+
+class _Concatenator:
+    """numpy.r_ and numpy.c_: index expressions that concatenate arrays, scalars and ranges of
+    numbers (slices, whose numbers must be concrete) along an axis, traced values included.
+
+    >>> r_[[1.0, 2.0], 0.5, 0:3]
+    array([1. , 2. , 0.5, 0. , 1. , 2. ])
+    >>> c_[[1.0, 2.0], [3.0, 4.0]]
+    array([[1., 3.],
+           [2., 4.]])
+    """
+
+    def __init__(self, name: str, axis: int, ndmin: int, trans1d: int) -> None:
+        self._name, self._axis, self._ndmin, self._trans1d = name, axis, ndmin, trans1d
+        self._numpy = getattr(np, name)
+
+    def __repr__(self) -> str:
+        return f"fgrad.numpy.{self._name}"
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, key: Any) -> Array:
+        if ctx.trace is EVAL_TRACE or not _key_has_tracer(key):
+            return self._numpy[key]
+        key = key if isinstance(key, tuple) else (key,)
+        axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
+        items: list[Any] = []
+        kinds: list[Any] = []  # what fixes the result's dtype, as in NumPy: scalars weakly
+        for k, item in enumerate(key):
+            if isinstance(item, str):
+                if k != 0:
+                    raise ValueError("special directives must be the first entry.")
+                if item in ("r", "c"):
+                    raise NotImplementedError(f"fgrad.numpy.{self._name} does not make matrices (the 'r' and "
+                                              "'c' directives) under a transform")
+                try:
+                    vec = [int(v) for v in item.split(",")]
+                except ValueError as err:
+                    raise ValueError(f"unknown special directive {item!r}" if "," in item
+                                     else "unknown special directive") from err
+                axis, ndmin, trans1d = (vec + [ndmin, trans1d][len(vec) - 1:])[:3]
+                continue
+            if isinstance(item, slice):
+                item = np.r_[_concrete_slices(item, self._name)]
+            scalar = type(item) in (int, float, complex, bool) or isinstance(item, np.generic)
+            item = operand(item)
+            kinds.append(item if scalar else get_aval(item).dtype)
+            nd = get_aval(item).ndim
+            if nd < ndmin:
+                item = reshape(item, (1,) * (ndmin - nd) + shape_of(item))
+                if trans1d != -1:
+                    k2, k1 = ndmin - nd, trans1d
+                    if k1 < 0:
+                        k1 += k2 + 1
+                    axes = list(range(ndmin))
+                    item = transpose(item, axes[:k1] + axes[k2:] + axes[k1:k2])
+            items.append(item)
+        dtype = np.result_type(*kinds)
+        return concatenate([i if get_aval(i).dtype == dtype else astype(i, dtype) for i in items], axis=axis)
+
+
+r_ = _Concatenator("r_", 0, 1, -1)
+c_ = _Concatenator("c_", -1, 2, 0)
+
+
+class _Grid:
+    """numpy.mgrid and numpy.ogrid: dense and open grids of the ranges of numbers in an index
+    expression (constants; traced numbers must have concrete values).
+
+    >>> mgrid[0:2, 0:3][1]
+    array([[0, 1, 2],
+           [0, 1, 2]])
+    >>> ogrid[0:1:3j]
+    array([0. , 0.5, 1. ])
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._numpy = getattr(np, name)
+
+    def __repr__(self) -> str:
+        return f"fgrad.numpy.{self._name}"
+
+    def __getitem__(self, key: Any) -> Any:
+        if ctx.trace is EVAL_TRACE or not _key_has_tracer(key):
+            return self._numpy[key]
+        return self._numpy[_concrete_slices(key, self._name)]
+
+
+def _concrete_slices(key: Any, name: str) -> Any:
+    if isinstance(key, tuple):
+        return tuple(_concrete_slices(k, name) for k in key)
+    if isinstance(key, slice):
+        start, stop, step = static_argument([key.start, key.stop, key.step], name, "the slices' numbers")
+        return slice(start, stop, step)
+    return static_argument(key, name, "the slices' numbers")
+
+
+mgrid = _Grid("mgrid")
+ogrid = _Grid("ogrid")

@@ -36,7 +36,10 @@ from ..primitives.indexing import StaticIndex, indexed_shape, stand_in
 from . import ufuncs
 from .operands import Array, ArrayLike, check_no_out, concrete_value, operand, shape_of
 
-__all__ = ["take", "take_along_axis", "diagonal", "trace", "at"]
+__all__ = [
+    "take", "take_along_axis", "diagonal", "trace", "at", "nonzero", "argwhere", "flatnonzero",
+    "triu_indices", "tril_indices", "diag_indices", "indices", "ix_",
+]
 
 
 def static_index_array(x: Any, what: str = "index") -> Any:
@@ -599,3 +602,134 @@ def at(x: ArrayLike) -> IndexUpdateHelper:
     array([0., 0., 0.])
     """
     return IndexUpdateHelper(x)
+
+
+def _concrete_indices(function: str, a: Any) -> Any:
+    return concrete_value(
+        a,
+        f"fgrad.numpy.{function} needs concrete values: the number of indices it returns depends on the "
+        "values of its input, but it got a traced {aval} value under `{transform}`, where only its type "
+        f"is known. Call {function} outside the transformed function, or use fgrad.numpy.where with "
+        "three arguments to select values instead.",
+    )
+
+
+def nonzero(a: ArrayLike) -> tuple[Array, ...]:
+    """numpy.nonzero: the indices of the elements that are not zero, one array per axis
+    (needs concrete values).
+
+    >>> nonzero([[0.0, 1.5], [2.0, 0.0]])
+    (array([0, 1]), array([1, 0]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nonzero(a)
+    a = _concrete_indices("nonzero", a)
+    if np.ndim(a) == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
+                         "instead. If the context of this error is of the form `arr[nonzero(cond)]`, just "
+                         "use `arr[cond]`.")
+    return np.nonzero(a)
+
+
+def argwhere(a: ArrayLike) -> Array:
+    """numpy.argwhere: the indices of the non-zero elements, one row each (needs concrete values).
+
+    >>> argwhere([[0.0, 1.5], [2.0, 0.0]])
+    array([[0, 1],
+           [1, 0]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.argwhere(a)
+    return np.argwhere(_concrete_indices("argwhere", a))
+
+
+def flatnonzero(a: ArrayLike) -> Array:
+    """numpy.flatnonzero: the indices of the non-zero elements of the flattened array (needs concrete values).
+
+    >>> flatnonzero([[0.0, 1.5], [2.0, 0.0]])
+    array([1, 2])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.flatnonzero(a)
+    return np.flatnonzero(_concrete_indices("flatnonzero", a))
+
+
+def _static(function: str, **arguments: Any) -> dict[str, Any]:
+    from .operands import static_argument
+
+    return {name: static_argument(v, function, name) for name, v in arguments.items()}
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """numpy.triu_indices: the row and column indices of the upper triangle of an (n, m) array
+    (static arguments: constants).
+
+    >>> triu_indices(2)
+    (array([0, 0, 1]), array([0, 1, 1]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.triu_indices(n, k, m)
+    return np.triu_indices(**_static("triu_indices", n=n, k=k, m=m))
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """numpy.tril_indices: the row and column indices of the lower triangle of an (n, m) array
+    (static arguments: constants).
+
+    >>> tril_indices(2)
+    (array([0, 1, 1]), array([0, 0, 1]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.tril_indices(n, k, m)
+    return np.tril_indices(**_static("tril_indices", n=n, k=k, m=m))
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
+    """numpy.diag_indices: the indices of the main diagonal of an n x n x ... array (a constant).
+
+    >>> diag_indices(2)
+    (array([0, 1]), array([0, 1]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.diag_indices(n, ndim)
+    return np.diag_indices(**_static("diag_indices", n=n, ndim=ndim))
+
+
+def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
+    """numpy.indices: the grid of indices of an array of shape `dimensions` (a constant).
+
+    >>> indices((2, 2))[1]
+    array([[0, 1],
+           [0, 1]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.indices(dimensions, dtype, sparse)  # type: ignore[call-overload]
+    return np.indices(_static("indices", dimensions=dimensions)["dimensions"], dtype, sparse)  # type: ignore[call-overload]
+
+
+def ix_(*args: ArrayLike) -> tuple[Array, ...]:
+    """numpy.ix_: the 1-d sequences reshaped to index the cross product of their values (a boolean
+    sequence needs concrete values, standing for its non-zero indices).
+
+    >>> ix_([0, 1], [2])
+    (array([[0],
+           [1]]), array([[2]]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.ix_(*args)
+    from .shaping import reshape
+
+    out = []
+    nd = len(args)
+    for k, new in enumerate(args):
+        new = operand(new)
+        if not isinstance(new, Tracer):
+            new = np.asarray(new)
+            if new.size == 0:
+                new = new.astype(np.intp)
+        if get_aval(new).ndim != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if get_aval(new).dtype == np.bool_:
+            (new,) = np.nonzero(_concrete_indices("ix_", new))
+        out.append(reshape(new, (1,) * k + (shape_of(new)[0],) + (1,) * (nd - k - 1)))
+    return tuple(out)

@@ -25,11 +25,12 @@ from ..primitives import indexing, linalg, shapes
 from ..primitives import reductions as red
 from ..primitives.indexing import StaticIndex
 from . import ufuncs
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
+from .operands import Array, ArrayLike, normalize_axes, operand, shape_of, static_argument
 from .shaping import moveaxis
 
 __all__ = [
     "matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "vecdot", "cross", "polyval",
+    "convolve", "correlate", "polyfit",
 ]
 
 
@@ -471,3 +472,117 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     for i in range(shape_of(p)[0]):
         y = ufuncs.add(ufuncs.multiply(y, x), indexing.getitem(p, idx=StaticIndex((i,))))
     return y
+
+
+_MODES = {"full": "full", "f": "full", 2: "full", "same": "same", "s": "same", 1: "same", "valid": "valid",
+          "v": "valid", 0: "valid"}
+
+
+def _vector(x: Any, name: str) -> Any:
+    import fgrad.numpy as fnp
+
+    x = fnp.atleast_1d(_strong(x))
+    if len(shape_of(x)) > 1:
+        raise ValueError("object too deep for desired array")
+    if not shape_of(x)[0]:
+        raise ValueError(f"{name} cannot be empty")
+    return x
+
+
+def _convolve_long(a: Any, v: Any, mode: str) -> Any:
+    """numpy.convolve of 1-d `a` and `v` with len(a) >= len(v): a sliding window of `a` (padded
+    with zeros) against `v` reversed, as one matrix-vector product."""
+    import fgrad.numpy as fnp
+
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    dtype = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
+    zeros = np.zeros(m - 1, dtype)
+    padded = fnp.concatenate([zeros, fnp.astype(a, dtype), zeros]) if m > 1 else fnp.astype(a, dtype)
+    start, length = {"full": (0, n + m - 1), "same": ((m - 1) // 2, n), "valid": (m - 1, n - m + 1)}[mode]
+    windows = padded[np.arange(start, start + length)[:, None] + np.arange(m)[None, :]]
+    return fnp.matmul(windows, fnp.astype(fnp.flip(v), dtype))
+
+
+def _mode(mode: Any) -> str:
+    try:
+        return _MODES[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})") from None
+
+
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
+    """numpy.convolve: the discrete linear convolution of two 1-d sequences, mode 'full', 'same' or 'valid'.
+
+    >>> convolve([1.0, 2.0, 3.0], [0.0, 1.0, 0.5])
+    array([0. , 1. , 2.5, 4. , 1.5])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.convolve(a, v, mode)  # type: ignore[call-overload]
+    a, v = _vector(a, "a"), _vector(v, "v")
+    if shape_of(v)[0] > shape_of(a)[0]:
+        a, v = v, a
+    return _convolve_long(a, v, _mode(mode))
+
+
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
+    """numpy.correlate: the cross-correlation ``sum_n a[n + k] * conj(v[n])`` of two 1-d sequences,
+    mode 'valid', 'same' or 'full'.
+
+    >>> correlate([1.0, 2.0, 3.0], [0.0, 1.0, 0.5]), correlate([1.0, 2.0, 3.0], [1.0, 0.5], "full")
+    (array([3.5]), array([0.5, 2. , 3.5, 3. ]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.correlate(a, v, mode)  # type: ignore[call-overload]
+    import fgrad.numpy as fnp
+
+    a, v = _strong(a), _strong(v)
+    if not shape_of(a) or not shape_of(v):
+        raise ValueError("object of too small depth for desired array")
+    a, v = _vector(a, "a"), _vector(v, "v")
+    mode = _mode(mode)
+    if shape_of(v)[0] > shape_of(a)[0]:
+        return fnp.conj(fnp.flip(_convolve_long(v, fnp.conj(fnp.flip(a)), mode)))
+    return _convolve_long(a, fnp.conj(fnp.flip(v)), mode)
+
+
+def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, full: bool = False,
+            w: ArrayLike | None = None, cov: bool | str = False) -> Array:
+    """numpy.polyfit: the least-squares polynomial of degree `deg` (concrete) through the points (`x`,
+    `y`), highest power first, solved by fgrad.numpy.linalg.lstsq (under a transform, without `full`
+    and `cov`).
+
+    >>> polyfit([0.0, 1.0, 2.0], [1.0, 3.0, 5.0], 1).round(12)
+    array([2., 1.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
+    import fgrad.numpy as fnp
+
+    if full or cov:
+        raise NotImplementedError("fgrad.numpy.polyfit supports neither full=True nor cov under a transform")
+    order = int(static_argument(deg, "polyfit", "deg")) + 1
+    x, y = fnp.add(_strong(x), 0.0), fnp.add(_strong(y), 0.0)
+    if order < 1:
+        raise ValueError("expected deg >= 0")
+    if len(shape_of(x)) != 1:
+        raise TypeError("expected 1D vector for x")
+    if not shape_of(x)[0]:
+        raise TypeError("expected non-empty vector for x")
+    if len(shape_of(y)) not in (1, 2):
+        raise TypeError("expected 1D or 2D array for y")
+    if shape_of(x)[0] != shape_of(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = shape_of(x)[0] * np.finfo(get_aval(x).dtype).eps
+    lhs, rhs = fnp.vander(x, order), y
+    if w is not None:
+        w = fnp.add(_strong(w), 0.0)
+        if len(shape_of(w)) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if shape_of(w)[0] != shape_of(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = fnp.multiply(lhs, w[:, None])
+        rhs = fnp.multiply(rhs, w[:, None] if len(shape_of(rhs)) == 2 else w)
+    scale = fnp.sqrt(fnp.sum(fnp.multiply(lhs, lhs), axis=0))
+    c = fnp.linalg.lstsq(fnp.divide(lhs, scale), rhs, rcond)[0]
+    return fnp.transpose(fnp.divide(fnp.transpose(c), scale))

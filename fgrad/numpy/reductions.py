@@ -42,7 +42,7 @@ from .shaping import broadcast_to, ravel, reshape
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "argmax", "argmin",
     "all", "any", "count_nonzero", "average", "nansum", "nanmean", "nanmax", "nanmin", "cumsum", "cumprod",
-    "diff", "ediff1d", "trapezoid", "allclose", "array_equal",
+    "diff", "ediff1d", "trapezoid", "allclose", "array_equal", "cov", "corrcoef", "bincount", "histogram",
 ]
 
 Axis = int | Sequence[int] | None
@@ -690,3 +690,123 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool:
         return bool(np.array_equal(a1, a2, equal_nan=equal_nan))
     a1, a2 = _concrete_bool("array_equal", [a1, a2])
     return bool(np.array_equal(a1, a2, equal_nan=equal_nan))
+
+
+def _rows(x: Any, rowvar: bool, dtype: Any, first: bool) -> Any:
+    import fgrad.numpy as fnp
+
+    nd = len(shape_of(x))
+    x = fnp.atleast_2d(_astype(x, dtype))
+    transpose = nd != 1 if first else shape_of(x)[0] != 1
+    return x if rowvar or not transpose else fnp.transpose(x)
+
+
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: ArrayLike | None = None, aweights: ArrayLike | None = None, *,
+        dtype: Any = None) -> Array:
+    """numpy.cov: the covariance matrix of the variables in the rows (columns if not `rowvar`)
+    of `m` and `y` (under a transform, without `fweights` and `aweights`).
+
+    >>> cov([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype=dtype)
+    import fgrad.numpy as fnp
+
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("fgrad.numpy.cov supports no fweights or aweights under a transform")
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = _strong(m)
+    if len(shape_of(m)) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = _strong(y)
+        if len(shape_of(y)) > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(*(get_aval(v).dtype for v in (m, y) if v is not None), np.float64)
+    x = _rows(m, rowvar, dtype, True)
+    if shape_of(x)[0] == 0:
+        return np.array([]).reshape(0, 0)
+    if y is not None:
+        x = _join([x, _rows(y, rowvar, dtype, False)], 0)
+    ddof = (0 if bias else 1) if ddof is None else int(ddof)
+    fact: Any = shape_of(x)[1] - ddof
+    if fact <= 0:
+        import warnings
+
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = 0.0
+    x = fnp.subtract(x, mean(x, axis=1, keepdims=True))
+    c = fnp.matmul(x, fnp.conj(fnp.transpose(x)))
+    return fnp.squeeze(fnp.multiply(c, float(np.true_divide(1, fact))))
+
+
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, *, dtype: Any = None) -> Array:
+    """numpy.corrcoef: the Pearson correlation coefficients of the variables (rows of `x` and `y`).
+
+    >>> corrcoef([[0.0, 1.0, 2.0], [2.0, 1.0, 0.5]]).round(4)
+    array([[ 1.   , -0.982],
+           [-0.982,  1.   ]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.corrcoef(x, y, rowvar, dtype=dtype)
+    import fgrad.numpy as fnp
+
+    c = cov(x, y, rowvar, dtype=dtype)
+    if not shape_of(c):
+        return fnp.divide(c, c)
+    d = fnp.sqrt(fnp.real(fnp.diagonal(c)))
+    c = fnp.divide(fnp.divide(c, d[:, None]), d[None, :])
+    if get_aval(c).dtype.kind == "c":
+        return fnp.add(fnp.clip(fnp.real(c), -1, 1), fnp.multiply(1j, fnp.clip(fnp.imag(c), -1, 1)))
+    return fnp.clip(c, -1, 1)
+
+
+def _concrete_counts(function: str, args: Any) -> Any:
+    return concrete_value(
+        args,
+        f"fgrad.numpy.{function} needs concrete values: the values of its input fix the shape of its "
+        "result, but it got a traced {aval} value under `{transform}`, where only its type is known. "
+        f"Call {function} outside the transformed function, or under grad, jvp or vjp, whose tracers "
+        "carry values.",
+    )
+
+
+def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int = 0) -> Array:
+    """numpy.bincount: the number of occurrences of each value of the non-negative ints `x` (needs
+    their concrete values), or the sums of `weights` by value (differentiable in `weights`).
+
+    >>> bincount([0, 1, 1, 3]), bincount([0, 1, 1], weights=[0.5, 1.0, 2.0])
+    (array([1, 2, 0, 1]), array([0.5, 3. ]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.bincount(x, weights, minlength)
+    import fgrad.numpy as fnp
+
+    xs = _concrete_counts("bincount", x)
+    minlength = operator.index(static_argument(minlength, "bincount", "minlength"))
+    counts = np.bincount(xs, None, minlength)
+    if weights is None:
+        return counts
+    w = _astype(_strong(weights), np.dtype(np.float64))
+    if shape_of(w) != np.shape(xs):
+        raise ValueError("The weights and list don't have the same length.")
+    return fnp.at(np.zeros(len(counts)))[np.asarray(xs, np.intp)].add(w)
+
+
+def histogram(a: ArrayLike, bins: Any = 10, range: tuple[float, float] | None = None,
+              density: bool | None = None, weights: ArrayLike | None = None) -> tuple[Array, Array]:
+    """numpy.histogram: the counts of `a` in each bin and the bin edges (needs concrete values;
+    no derivative).
+
+    >>> histogram([0.5, 1.5, 1.6], bins=2, range=(0.0, 2.0))
+    (array([1, 2]), array([0., 1., 2.]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.histogram(a, bins, range, density, weights)
+    a, bins, range, weights = _concrete_counts("histogram", [a, bins, range, weights])
+    return np.histogram(a, bins, range, density, weights)

@@ -37,6 +37,7 @@ from .shaping import ravel
 
 __all__ = [
     "sort", "argsort", "partition", "argpartition", "lexsort", "searchsorted", "median", "unique",
+    "quantile", "percentile", "nanmedian", "interp",
 ]
 
 
@@ -235,3 +236,163 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
     )
     return np.unique(value, return_index=return_index, return_inverse=return_inverse,  # type: ignore[call-overload]
                      return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, function: str, given: Any) -> Any:
+    import fgrad.numpy as fnp
+
+    if method not in _QUANTILE_METHODS:
+        methods = ", ".join(_QUANTILE_METHODS)
+        raise NotImplementedError(f"fgrad.numpy.{function} supports the methods {methods} under a transform, "
+                                  f"not {method!r}")
+    a = operand(a)
+    shape = get_aval(a).shape
+    dtype = np.asarray(getattr(np, function)(np.zeros(1, get_aval(a).dtype), given, method=method)).dtype
+    axes = normalize_axes(axis, len(shape))
+    rest = [i for i in range(len(shape)) if i not in axes]
+    n = int(np.prod([shape[i] for i in axes], dtype=int))
+    x = fnp.reshape(fnp.transpose(a, [*axes, *rest]), (n, *[shape[i] for i in rest]))
+    x = fnp.sort(fnp.astype(x, dtype) if get_aval(x).dtype != dtype else x, axis=0)
+    q = np.asarray(q, np.float64)
+    vi = n * q + (1 + q * (1 - 1 - 1)) - 1  # NumPy's virtual index for method 'linear' (alpha = beta = 1)
+    lo = np.clip(np.floor(vi), 0, n - 1).astype(np.intp)
+    hi = np.clip(lo + 1, 0, n - 1)
+    gamma = vi - np.floor(vi)
+    if method == "lower":
+        hi, gamma = lo, 0 * gamma
+    elif method == "higher":
+        hi = np.clip(np.ceil(vi), 0, n - 1).astype(np.intp)
+        lo, gamma = hi, 0 * gamma
+    elif method == "nearest":
+        lo = hi = np.clip(np.around(vi), 0, n - 1).astype(np.intp)
+    elif method == "midpoint":
+        gamma = np.where(vi == np.floor(vi), 0.0, 0.5)
+    below, above = x[lo.ravel()], x[hi.ravel()]
+    t = np.reshape(gamma.ravel(), (-1,) + (1,) * len(rest)).astype(dtype)
+    diff = fnp.subtract(above, below)
+    # NumPy's _lerp: from the nearer end, so that t = 0 and t = 1 give the end values exactly
+    out = fnp.where(t >= 0.5, fnp.subtract(above, fnp.multiply(diff, 1 - t)),
+                    fnp.add(below, fnp.multiply(diff, t)))
+    if n and dtype.kind in "fc":
+        out = fnp.where(fnp.isnan(x[n - 1]), np.array(np.nan, dtype), out)
+    out = fnp.reshape(out, (*q.shape, *[shape[i] for i in rest]))
+    if keepdims:
+        out = fnp.reshape(out, (*q.shape, *[1 if i in axes else shape[i] for i in range(len(shape))]))
+    return out
+
+
+def quantile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = None,
+             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False) -> Array:
+    """numpy.quantile: the `q`-th quantiles (`q` in [0, 1], concrete) of `a` along `axis`.
+
+    >>> quantile([1.0, 2.0, 4.0, 8.0], [0.25, 0.5])
+    array([1.75, 3.  ])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.quantile(a, q, axis, out, overwrite_input, method, keepdims)  # type: ignore[call-overload]
+    check_no_out(out, "quantile")
+    given = static_argument(q, "quantile", "q")
+    q = np.asarray(given)
+    if not np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile(a, q, axis, method, keepdims, "quantile", given)
+
+
+def percentile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = None,
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False) -> Array:
+    """numpy.percentile: the `q`-th percentiles (`q` in [0, 100], concrete) of `a` along `axis`.
+
+    >>> percentile([1.0, 2.0, 4.0, 8.0], 50)
+    np.float64(3.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.percentile(a, q, axis, out, overwrite_input, method, keepdims)  # type: ignore[call-overload]
+    check_no_out(out, "percentile")
+    given = static_argument(q, "percentile", "q")
+    q = np.asarray(given)
+    q = np.true_divide(q, np.asarray(100, q.dtype) if q.dtype.kind == "f" else 100)
+    if not np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile(a, q, axis, method, keepdims, "percentile", given)
+
+
+def nanmedian(a: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = None,
+              overwrite_input: bool = False, keepdims: bool = False) -> Array:
+    """numpy.nanmedian: the median along `axis` of the values that are not NaN (NaN where all are).
+
+    >>> nanmedian([1.0, np.nan, 4.0, 2.0])
+    np.float64(2.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.nanmedian(a, axis, out, overwrite_input, keepdims)
+    import fgrad.numpy as fnp
+
+    check_no_out(out, "nanmedian")
+    a = operand(a)
+    shape = get_aval(a).shape
+    if get_aval(a).dtype.kind not in "fc":
+        return median(a, axis, keepdims=keepdims)
+    axes = normalize_axes(axis, len(shape))
+    rest = [i for i in range(len(shape)) if i not in axes]
+    n = int(np.prod([shape[i] for i in axes], dtype=int))
+    x = fnp.sort(fnp.reshape(fnp.transpose(a, [*axes, *rest]), (n, *[shape[i] for i in rest])), axis=0)
+    count = fnp.sum(fnp.logical_not(fnp.isnan(x)), axis=0, keepdims=True)  # NaNs sort last
+    lo = fnp.maximum(fnp.floor_divide(count - 1, 2), 0)
+    hi = fnp.minimum(fnp.floor_divide(count, 2), max(n - 1, 0))
+    both = fnp.take_along_axis(x, fnp.concatenate([lo, hi]), axis=0) if n else fnp.zeros((2, *x.shape[1:]))
+    out = fnp.where(count[0] > 0, fnp.mean(both, axis=0), np.nan)
+    if keepdims:
+        out = fnp.reshape(out, [1 if i in axes else shape[i] for i in range(len(shape))])
+    return out
+
+
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
+           right: ArrayLike | None = None, period: float | None = None) -> Array:
+    """numpy.interp: the piecewise linear interpolant of the points (`xp`, `fp`) at `x`
+    (differentiable in `x`, `xp` and `fp`, the values `left` and `right` beyond the ends).
+
+    >>> interp([0.5, 1.5, 3.0], [0.0, 1.0, 2.0], [0.0, 10.0, 0.0])
+    array([5., 5., 0.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.interp(x, xp, fp, left, right, period)
+    import fgrad.numpy as fnp
+
+    x, xp, fp = operand(x), operand(xp), operand(fp)
+    real = np.complex128 if get_aval(fp).dtype.kind == "c" else np.float64
+    x, xp, fp = fnp.astype(x, np.float64), fnp.astype(xp, np.float64), fnp.astype(fp, real)
+    if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1:
+        raise ValueError("object too deep for desired array" if max(get_aval(xp).ndim, get_aval(fp).ndim) > 1
+                         else "object of too small depth for desired array")
+    if shape_of(xp)[0] != shape_of(fp)[0]:
+        raise ValueError("fp and xp are not of the same length.")
+    if shape_of(xp)[0] == 0:
+        raise ValueError("array of sample points is empty")
+    if period is not None:
+        period = static_argument(period, "interp", "period")
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = abs(period)
+        left = right = None
+        x, xp = fnp.mod(x, period), fnp.mod(xp, period)
+        order = fnp.argsort(xp)
+        xp, fp = fnp.take(xp, order), fnp.take(fp, order)
+        xp = fnp.concatenate([xp[-1:] - period, xp, xp[0:1] + period])
+        fp = fnp.concatenate([fp[-1:], fp, fp[0:1]])
+    n = shape_of(xp)[0]
+    first, last = fp[0], fp[n - 1]
+    if n == 1:
+        y = fnp.broadcast_to(first, shape_of(x))
+    else:
+        j = fnp.clip(fnp.searchsorted(xp, x, side="right") - 1, 0, n - 2)
+        x0, f0 = fnp.take(xp, j), fnp.take(fp, j)
+        slope = fnp.divide(fnp.subtract(fnp.take(fp, j + 1), f0), fnp.subtract(fnp.take(xp, j + 1), x0))
+        y = fnp.add(fnp.multiply(slope, fnp.subtract(x, x0)), f0)
+        y = fnp.where(fnp.equal(x, x0), f0, y)
+    y = fnp.where(fnp.equal(x, xp[n - 1]), last, y)
+    y = fnp.where(fnp.less(x, xp[0]), first if left is None else fnp.astype(operand(left), real), y)
+    above = last if right is None else fnp.astype(operand(right), real)
+    return fnp.where(fnp.greater(x, xp[n - 1]), above, y)

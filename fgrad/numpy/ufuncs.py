@@ -22,6 +22,7 @@ from ..primitives import elementwise as ew
 from .operands import DIRECT_TYPES, Array, ArrayLike, check_no_out, operand
 
 __all__ = [
+    "ldexp", "frexp", "real_if_close", "piecewise",
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "power", "pow",
     "float_power", "square", "sqrt", "cbrt", "reciprocal", "exp", "exp2", "expm1", "log", "log2",
     "log10", "log1p", "logaddexp", "logaddexp2", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
@@ -533,3 +534,115 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
             x = _WEAK_STAND_IN[aval.dtype.kind] if aval.weak_type else aval.dtype
         args.append(x)
     return np.result_type(*args)
+
+
+def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """numpy.ldexp: ``x1 * 2**x2`` for integer exponents `x2` (differentiable in `x1`).
+
+    >>> ldexp(3.0, 2)
+    np.float64(12.0)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.ldexp(x1, x2)
+    from .creation import astype
+
+    x1, x2 = operand(x1), operand(x2)
+    probe = [np.ones((), get_aval(x).dtype) if isinstance(x, (Tracer, np.ndarray)) else x for x in (x1, x2)]
+    dtype = np.asarray(np.ldexp(*probe)).dtype  # NumPy's loops (and its TypeError for float exponents)
+    half = floor_divide(x2, 2)  # 2**x2 in two factors, so that ldexp(1e-300, 1100) does not overflow
+    scaled = multiply(astype(x1, dtype), exp2(astype(half, dtype)))
+    return multiply(scaled, exp2(astype(subtract(x2, half), dtype)))
+
+
+def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
+    """numpy.frexp: the mantissas (in [0.5, 1) in magnitude; differentiable) and the integer exponents
+    of `x`, with ``x == mantissa * 2**exponent``.
+
+    >>> frexp(12.0)
+    (np.float64(0.75), np.int32(4))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.frexp(x)
+    from .creation import astype
+
+    x = operand(x)
+    dtype = np.frexp(np.ones((), get_aval(x).dtype))[0].dtype  # NumPy's loops (and its TypeError)
+    x = astype(x, dtype)
+    magnitude = absolute(x)
+    regular = logical_and(isfinite(x), not_equal(x, 0))
+    safe = where(regular, magnitude, np.ones((), dtype))
+    def scaled(v: Any, e: Any) -> Any:  # v / 2**e in two steps, which neither overflow nor underflow
+        half = floor_divide(e, 2)
+        return divide(divide(v, exp2(half)), exp2(subtract(e, half)))
+
+    e = add(floor(log2(safe)), 1)  # then corrected by one where log2 rounded across a power of two
+    e = where(greater_equal(scaled(safe, e), 1), add(e, 1), e)
+    e = where(less(scaled(safe, e), 0.5), subtract(e, 1), e)
+    e = where(regular, e, np.zeros((), dtype))
+    mantissa = where(regular, scaled(x, e), x)
+    return mantissa, astype(e, np.intc)
+
+
+def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
+    """numpy.real_if_close: the real part of a complex `a` whose imaginary parts are all within
+    `tol` machine epsilons of zero, else `a` (for a complex `a`, needs its concrete values).
+
+    >>> real_if_close([2.0 + 1e-16j, 1.0])
+    array([2., 1.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.real_if_close(a, tol)
+    from .operands import concrete_value
+
+    a = operand(a)
+    if get_aval(a).dtype.kind != "c":
+        return a
+    value = concrete_value(
+        a, "fgrad.numpy.real_if_close decides its result's dtype from the values of a complex array, so it "
+        "needs concrete values, but it got a traced {aval} value under `{transform}`, where only its type "
+        "is known. Use fgrad.numpy.real where the result should be real.")
+    return real(a) if np.real_if_close(value, tol).dtype.kind != "c" else a
+
+
+def _one_condition(condlist: Any, ndim: int) -> bool:
+    """Whether numpy.piecewise reads `condlist` as one condition rather than a list of them."""
+    if np.isscalar(condlist):
+        return True
+    if isinstance(condlist, (np.ndarray, Tracer)):
+        return get_aval(condlist).ndim == 0 or (get_aval(condlist).ndim == 1 and ndim != 0)
+    return not isinstance(condlist[0], (list, np.ndarray, Tracer)) and ndim != 0
+
+
+def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Array:
+    """numpy.piecewise: `x` mapped by the function (or value) of the condition each element meets
+    (a last extra function for elements meeting none). Under a transform each function is applied
+    to all of `x` and the results are selected, so the functions should be elementwise.
+
+    >>> x = np.array([-2.0, 3.0])
+    >>> piecewise(x, [x < 0], [lambda v: -v, lambda v: v * 10])
+    array([ 2., 30.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.piecewise(x, condlist, funclist, *args, **kw)
+    from .creation import astype, zeros_like
+    from .reductions import any as any_
+
+    x = operand(x)
+    ndim = get_aval(x).ndim
+    n2 = len(funclist)
+    if _one_condition(condlist, ndim):
+        condlist = [condlist]
+    conds = [astype(operand(c), np.bool_) for c in condlist]
+    n = len(conds)
+    if n == n2 - 1:
+        conds.append(logical_not(any_(operand(conds) if n else np.zeros((0,) + get_aval(x).shape, bool),
+                                      axis=0)))
+        n += 1
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    dtype = get_aval(x).dtype
+    y: Any = zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        value = func(x, *args, **kw) if callable(func) else func
+        y = where(cond, astype(operand(value), dtype), y)
+    return y
