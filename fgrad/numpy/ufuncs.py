@@ -536,22 +536,12 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     return np.result_type(*args)
 
 
-def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-    """numpy.ldexp: ``x1 * 2**x2`` for integer exponents `x2` (differentiable in `x1`).
+ldexp = _binary("ldexp", ew.ldexp_p, np.ldexp)
+ldexp.__doc__ = """numpy.ldexp: ``x1 * 2**x2`` for integer exponents `x2` (differentiable in `x1`).
 
-    >>> ldexp(3.0, 2)
-    np.float64(12.0)
-    """
-    if ctx.trace is EVAL_TRACE:
-        return np.ldexp(x1, x2)
-    from .creation import astype
-
-    x1, x2 = operand(x1), operand(x2)
-    probe = [np.ones((), get_aval(x).dtype) if isinstance(x, (Tracer, np.ndarray)) else x for x in (x1, x2)]
-    dtype = np.asarray(np.ldexp(*probe)).dtype  # NumPy's loops (and its TypeError for float exponents)
-    half = floor_divide(x2, 2)  # 2**x2 in two factors, so that ldexp(1e-300, 1100) does not overflow
-    scaled = multiply(astype(x1, dtype), exp2(astype(half, dtype)))
-    return multiply(scaled, exp2(astype(subtract(x2, half), dtype)))
+>>> ldexp(3.0, 2)
+np.float64(12.0)
+"""
 
 
 def frexp(x: ArrayLike, /) -> tuple[Array, Array]:

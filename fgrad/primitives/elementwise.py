@@ -378,6 +378,15 @@ copysign_p = elementwise("copysign", np.copysign, lambda ans, x, y: mul(sign(x),
 float_rules[copysign_p] = _float_expression("math.copysign({0}, {1})")
 
 
+def _ldexp_factor(ans: Any, x: Any, y: Any) -> Any:
+    # d/dx of x * 2**y is 2**y, computed as ldexp(1, y): exact, and without the
+    # overflow of 2**y itself where x * 2**y fits.
+    return ldexp_p.bind(np.ones((), get_aval(ans).dtype), y)
+
+
+ldexp_p = elementwise("ldexp", np.ldexp, _ldexp_factor, None)  # no derivative in the integer exponent
+
+
 def _hypot_factor(ans: Any, x: Any, y: Any) -> Any:
     # x / hypot(x, y), taken as 0 at x = y = 0 (where x is 0).
     return div(x, where(eq(ans, 0), 1, ans))

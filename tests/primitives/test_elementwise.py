@@ -22,7 +22,7 @@ PRIMITIVES = {
     "ceil", "rint", "trunc", "round", "nan_to_num", "isfinite", "isnan", "isinf", "signbit",
     "logical_not", "invert", "fmax", "fmin", "float_power", "floor_divide", "remainder", "fmod",
     "copysign", "hypot", "arctan2", "logaddexp", "logaddexp2", "heaviside", "logical_and", "logical_or",
-    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "ldexp",
 }
 
 BATCH_CASES = {  # vmap == loop (tests/transforms/test_batching.py): label -> (f, example shapes, domain)
@@ -69,6 +69,7 @@ BATCH_CASES = {  # vmap == loop (tests/transforms/test_batching.py): label -> (f
     "floor_divide": (fnp.floor_divide, [(2, 3), (3,)], "nonzero"),
     "remainder": (fnp.remainder, [(3,), ()], "nonzero"), "fmod": (fnp.fmod, [(3,), (2, 3)], "nonzero"),
     "copysign": (fnp.copysign, [(3,), (3,)], "real"), "hypot": (fnp.hypot, [(2, 1), (1, 3)], "real"),
+    "ldexp": (lambda x, y: fnp.ldexp(x, fnp.floor(y * 3).astype(int)), [(3,), (2, 3)], "real"),
     "arctan2": (fnp.arctan2, [(3,), (2, 3)], "nonzero"),
     "logaddexp": (fnp.logaddexp, [(3,), (3,)], "real"), "logaddexp2": (fnp.logaddexp2, [(), (3,)], "real"),
     "heaviside": (lambda x, h: fnp.heaviside(fnp.floor(x), h), [(3,), (3,)], "real"),
@@ -543,3 +544,17 @@ def test_nan_to_num_of_complex_numbers_replaces_each_part_on_its_own():
     finite = np.array([0.5 - 1j, 2 + 0.3j])
     check_grads(fnp.nan_to_num, (finite,), order=2)
     check_grads(fnp.nan_to_num, (finite.astype(np.complex64),), order=1)
+
+
+@given(shape=shapes, seed=seeds)
+def test_ldexp_is_numpy_s_to_the_extremes_and_its_derivative_is_two_to_the_exponent(shape, seed):
+    x = values(shape, "real", seed)
+    e = np.floor(values(shape, "real", seed + 1) * 4).astype(int)
+    check_grads(lambda x: fnp.ldexp(x, e), (x,), order=2)
+    np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(fnp.ldexp(x, e)))(x), np.ldexp(np.ones(shape), e))
+    extremes = np.array([0.0, 1e-300, -3.5, np.inf])
+    powers = np.array([5000, 1100, -1080, 3])
+    want = np.ldexp(extremes, powers)
+    np.testing.assert_array_equal(fgrad.jit(fnp.ldexp)(extremes, powers), want)
+    np.testing.assert_array_equal(staged(fnp.ldexp, extremes, powers), want)
+    assert fgrad.jit(fnp.ldexp)(np.float32(1.5), 3).dtype == np.float32
