@@ -131,20 +131,18 @@ class Jitted:
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE:
-            key = _leaf_key(args)
-            entry = self._fast.get(key) if key is not None else None
+        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
+        if key is not None:
+            entry = self._fast.get(key)
             if entry is not None and entry.run is not None:
                 outs = entry.run(*entry.consts, *args)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         entry, operands = self._prepare(args, kwargs)
-        if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE:
-            key = _leaf_key(args)
-            if key is not None:
-                entry.run = compile_jaxpr(entry.jaxpr).fun
-                if len(self._fast) >= CACHE_SIZE:
-                    self._fast.clear()
-                self._fast[key] = entry
+        if key is not None:
+            entry.run = compile_jaxpr(entry.jaxpr).fun
+            if len(self._fast) >= CACHE_SIZE:
+                self._fast.clear()
+            self._fast[key] = entry
         if entry.donated and ctx.trace is EVAL_TRACE:  # donation counts where nothing traces the call
             ins = _donatable([*entry.consts, *operands], entry.donated)
             outs = compile_jaxpr(entry.jaxpr, entry.donated)(*ins)

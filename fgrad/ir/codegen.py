@@ -43,12 +43,13 @@ import numpy as np
 
 from ..core.avals import ShapedArray
 from ..core.rules import block_rules, emit_rules, float_rules, out_rules
-from ..core.trace import LARGE_ARRAY_BYTES
+from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
+from .evaluate import eval_closed_now, evaluation_trace
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .passes import has_effects, last_uses
 
-__all__ = ["compile_jaxpr", "CompiledJaxpr"]
+__all__ = ["compile_jaxpr", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
 
@@ -122,6 +123,15 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     return CompiledJaxpr(writer.namespace["jitted"], source)
 
 
+def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
+    """A function running `closed` now: its generated code, or equation by
+    equation when evaluation checks each primitive (debug_nans), so that the
+    check names the primitive."""
+    if evaluation_trace() is EVAL_TRACE:
+        return compile_jaxpr(closed).fun
+    return lambda *args: eval_closed_now(closed, args)
+
+
 def _is_float64_scalar(aval: ShapedArray) -> bool:
     return aval.shape == () and aval.dtype == _FLOAT64
 
@@ -139,6 +149,13 @@ def _runs_on_floats(eqn: Any) -> bool:
     return (eqn.primitive in float_rules and len(eqn.outvars) == 1
             and _is_float64_scalar(eqn.outvars[0].aval)
             and all(_float_operand(a) for a in eqn.invars))
+
+
+def _statement(eqn: Any, outs: list[str], call: str) -> str:
+    """The line binding an equation's results (`outs`) to `call`."""
+    if not eqn.primitive.multiple_results:
+        return f"{outs[0]} = {call}"
+    return f"{', '.join(outs)}, = {call}" if outs else call
 
 
 def _buffer_candidates(jaxpr: Jaxpr, donated: Sequence[bool]) -> set[Var]:
@@ -325,12 +342,7 @@ class _Writer:
                 call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={buffer})"
             else:
                 call = self._numpy_call(eqn, args)
-            if not eqn.primitive.multiple_results:
-                lines.append(f"    {self.name(eqn.outvars[0])} = {call}")
-            elif eqn.outvars:
-                lines.append(f"    {', '.join(self.name(v) for v in eqn.outvars)}, = {call}")
-            else:
-                lines.append(f"    {call}")
+            lines.append("    " + _statement(eqn, [self.name(v) for v in eqn.outvars], call))
             as_numpy.update(eqn.outvars)
             self._delete(lines, dead, keep, as_numpy)
         outs = ", ".join(numpy_form(a) for a in jaxpr.outvars)
@@ -368,13 +380,7 @@ class _Writer:
             if statements is not None:
                 lines.extend(statements)
                 continue
-            call = self._numpy_call(eqn, ins)
-            if not eqn.primitive.multiple_results:
-                lines.append(f"{env[eqn.outvars[0]]} = {call}")
-            elif eqn.outvars:
-                lines.append(f"{', '.join(env[v] for v in eqn.outvars)}, = {call}")
-            else:
-                lines.append(call)
+            lines.append(_statement(eqn, [env[v] for v in eqn.outvars], self._numpy_call(eqn, ins)))
         return lines, [atom(a) for a in jaxpr.outvars]
 
     def _numpy_call(self, eqn: Any, args: list[str]) -> str:

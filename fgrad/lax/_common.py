@@ -14,14 +14,13 @@ from ..api.arguments import to_input
 from ..api.pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
-from ..core.trace import EVAL_TRACE, Tracer
-from ..ir.codegen import compile_jaxpr
-from ..ir.evaluate import eval_closed_now, evaluation_trace
+from ..core.trace import Tracer
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
+from ..primitives import shapes
 
 __all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "assign",
-           "indented", "runner", "concrete", "ABSTRACT_ADVICE"]
+           "indented", "stacked", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -107,12 +106,11 @@ def with_unused_inputs(closed: ClosedJaxpr, before: Sequence[ShapedArray],
     return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)
 
 
-def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
-    """A function running `closed` now: its generated code, or equation by
-    equation when evaluation checks each primitive (debug_nans)."""
-    if evaluation_trace() is EVAL_TRACE:
-        return compile_jaxpr(closed).fun
-    return lambda *args: eval_closed_now(closed, args)
+def stacked(pieces: Sequence[Any]) -> Any:
+    """The values `pieces` (one shape) stacked along a new leading axis, as
+    primitives (so on whatever trace is current)."""
+    rows = [shapes.reshape(p, new_shape=(1, *get_aval(p).shape)) for p in pieces]
+    return shapes.concatenate(*rows, axis=0) if len(rows) > 1 else rows[0]
 
 
 def assign(names: Sequence[str], values: Sequence[str]) -> list[str]:

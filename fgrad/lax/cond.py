@@ -34,6 +34,7 @@ from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rule
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
+from ..ir.codegen import runner
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import trace_to_jaxpr
@@ -54,7 +55,6 @@ from ._common import (
     indented,
     leaves_of,
     permuted,
-    runner,
     stage,
     with_unused_inputs,
 )

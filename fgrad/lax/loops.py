@@ -40,6 +40,7 @@ from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rule
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
+from ..ir.codegen import runner
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import trace_to_jaxpr
@@ -60,7 +61,7 @@ from ._common import (
     indented,
     leaves_of,
     permuted,
-    runner,
+    stacked,
     stage,
     with_unused_inputs,
 )
@@ -104,18 +105,24 @@ def _while_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 while_p = Primitive("while", _while_impl, _while_aval, multiple_results=True)
 
 
+def _body_jvp(body_jaxpr: ClosedJaxpr, const_nz: list[bool], carry_nz: list[bool]
+              ) -> tuple[ClosedJaxpr, list[bool]]:
+    """The body's jvp, and the carries with a tangent: a fixpoint (a carry gets
+    one when its update depends on one that has)."""
+    while True:
+        body_jvp, out_nz = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))
+        grown = [a or b for a, b in zip(carry_nz, out_nz)]
+        if grown == carry_nz:
+            return body_jvp, carry_nz
+        carry_nz = grown
+
+
 def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
                cond_nconsts: int, body_nconsts: int) -> tuple[list[Any], list[Any]]:
     cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
     _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
     const_nz = [t is not None for t in bct]
-    carry_nz = [t is not None for t in initt]
-    while True:  # the carries with a tangent: a fixpoint
-        body_jvp, out_nz = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))
-        grown = [a or b for a, b in zip(carry_nz, out_nz)]
-        if grown == carry_nz:
-            break
-        carry_nz = grown
+    body_jvp, carry_nz = _body_jvp(body_jaxpr, const_nz, [t is not None for t in initt])
     nb, nc, nbt, nct = len(bc), len(init), sum(const_nz), sum(carry_nz)
     # The jvp takes (consts, carry, const tangents, carry tangents); the loop's
     # body takes its constants first: (consts, const tangents, carry, carry tangents).
@@ -242,23 +249,17 @@ def _tangents_transpose(cts: list[Any], tape: Any, *args: Any, linear_jaxpr: Clo
 transpose_rules[while_tangents_p] = _tangents_transpose
 
 
-def _no_higher_order(name: str) -> Callable[..., Any]:
-    def jvp(primals: list[Any], tangents: list[Any], **params: Any) -> Any:
-        if all(t is None for t in tangents):
-            return _PRIMS[name].bind(*primals, **params), [None] * len(_PRIMS[name].abstract_eval(
-                *(get_aval(p) for p in primals), **params))
-        raise NotImplementedError(
-            "a second derivative through fgrad.lax.while_loop under jit (or vmap) is not supported: "
-            "fgrad differentiates its tape of residuals once. Take the higher derivatives outside jit, "
-            "where the loop is unrolled as it runs."
-        )
-
-    return jvp
+def _no_higher_order(primals: list[Any], tangents: list[Any], **params: Any) -> Any:
+    raise NotImplementedError(
+        "a second derivative through fgrad.lax.while_loop under jit (or vmap) is not supported: "
+        "fgrad differentiates its tape of residuals once. Take the higher derivatives outside jit, "
+        "where the loop is unrolled as it runs."
+    )
 
 
-_PRIMS = {p.name: p for p in (while_tape_p, while_tangents_p, while_cotangents_p)}
-for _p in _PRIMS.values():
-    jvp_rules[_p] = _no_higher_order(_p.name)
+_TAPE_PRIMITIVES = (while_tape_p, while_tangents_p, while_cotangents_p)
+for _p in _TAPE_PRIMITIVES:
+    jvp_rules[_p] = _no_higher_order
 
 
 def _example(x: Any, dim: int, b: int) -> Any:
@@ -279,16 +280,13 @@ def _loop_batch(prim: Primitive) -> Callable[..., Any]:
         for b in range(size):
             one = [x if dim is None else _example(x, dim, b) for x, dim in zip(args, dims)]
             per_example.append(prim.bind(*one, **params))
-        stacked = []
-        for outs in zip(*per_example):
-            pieces = [shapes.reshape(o, new_shape=(1, *get_aval(o).shape)) for o in outs]
-            stacked.append(shapes.concatenate(*pieces, axis=0) if len(pieces) > 1 else pieces[0])
-        return stacked, [0] * len(stacked)
+        outs = [stacked(list(outs)) for outs in zip(*per_example)]
+        return outs, [0] * len(outs)
 
     return rule
 
 
-for _p in _PRIMS.values():
+for _p in _TAPE_PRIMITIVES:
     batch_rules[_p] = _loop_batch(_p)
 
 
@@ -298,16 +296,12 @@ def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: li
     cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
     _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
     const_nz = [t is not None for t in bct]
-    carry_nz = [t is not None for t in initt]
-    while True:  # the carries with a tangent: a fixpoint
-        body_jvp, out_nz = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))
-        grown = [a or b for a, b in zip(carry_nz, out_nz)]
-        if grown == carry_nz:
-            break
-        carry_nz = grown
+    body_jvp, carry_nz = _body_jvp(body_jaxpr, const_nz, [t is not None for t in initt])
     nb, nc, nbt, nct = len(bc), len(init), sum(const_nz), sum(carry_nz)
     if not nct:
-        return _while_impl_bound(primals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts), [None] * nc
+        outs = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                            body_nconsts=body_nconsts)
+        return outs, [None] * nc
     unknowns = (False,) * (nb + nc) + (True,) * (nbt + nct)
     instantiate = (False,) * nc + (True,) * nct
     known, linear, out_unknowns, num_res = partial_eval_jaxpr(body_jvp, unknowns, instantiate)
@@ -325,12 +319,6 @@ def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: li
                          {"linear_jaxpr": linear, "num_consts": nbt})
     it = iter(t_outs)
     return carry, [next(it) if nz else None for nz in carry_nz]
-
-
-def _while_impl_bound(primals: list[Any], cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
-                      cond_nconsts: int, body_nconsts: int) -> list[Any]:
-    return while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
-                        body_nconsts=body_nconsts)
 
 
 jvp_rules[while_p] = Linearization(_while_jvp, _while_linearize)

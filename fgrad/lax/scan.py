@@ -31,15 +31,16 @@ from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, block_rules, jvp_rules
 from ..core.trace import Primitive, ctx
 from ..ir.check import check_operands
+from ..ir.codegen import runner
 from ..ir.jaxpr import ClosedJaxpr
-from ..primitives import batching, indexing, shapes
+from ..primitives import batching, indexing
 from ..primitives import derivatives as d
 from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace
-from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, runner, stage
+from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stacked, stage
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
@@ -135,16 +136,15 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
         if reverse:
             ys.reverse()
         y_avals = jaxpr.out_avals[num_carry:]
-        stacked = []
+        stacked_ys = []
         for k, a in enumerate(y_avals):
             if not length:
-                stacked.append(np.empty((0, *a.shape), a.dtype))
+                stacked_ys.append(np.empty((0, *a.shape), a.dtype))
                 continue
-            pieces = [shapes.reshape(y[k], new_shape=(1, *a.shape)) for y in ys]
-            stacked.append(shapes.concatenate(*pieces, axis=0) if len(pieces) > 1 else pieces[0])
+            stacked_ys.append(stacked([y[k] for y in ys]))
     finally:
         ctx.trace = prev
-    return split_tangents(trace, [*carry, *stacked])
+    return split_tangents(trace, [*carry, *stacked_ys])
 
 
 jvp_rules[scan_p] = Linearization(_scan_jvp, _scan_linearize)

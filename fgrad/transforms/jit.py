@@ -18,11 +18,10 @@ from typing import Any
 
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
-from ..core.trace import EVAL_TRACE, Primitive
+from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
-from ..ir.codegen import compile_jaxpr
-from ..ir.evaluate import eval_closed_now, evaluation_trace
+from ..ir.codegen import runner
 from ..ir.jaxpr import ClosedJaxpr, sub_jaxprs
 from .call import call_batch, call_jvp, call_transpose, linearize_inline, unpack_tangents
 from .forward import jvp_jaxpr
@@ -33,9 +32,7 @@ __all__ = ["jit_p"]
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list[Any]:
-    if evaluation_trace() is not EVAL_TRACE:  # evaluation that checks each primitive (debug_nans): as it is
-        return eval_closed_now(jaxpr, args)
-    return compile_jaxpr(jaxpr)(*args)
+    return runner(jaxpr)(*args)
 
 
 def _jit_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list[ShapedArray]:
