@@ -36,7 +36,7 @@ from .debug import debug_nans
 from .ir import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 if TYPE_CHECKING:
-    from . import optim
+    from . import lax, optim, test_util
 
 __version__ = "0.1.0"
 
@@ -46,14 +46,17 @@ __all__ = [
     "remat", "debug", "debug_nans", "config",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
+    "lax", "test_util",
 ]
+
+# Imported on first use, as attributes of fgrad: fgrad.optim's classes cost a
+# third of fgrad's own import time, which every user would pay, optimizer or not.
+_LAZY = frozenset({"optim", "lax", "test_util"})
 
 
 def __getattr__(name: str) -> Any:
-    # fgrad.optim is imported on first use: its classes cost a third of
-    # fgrad's own import time, which every user pays, optimizer or not.
-    if name == "optim":
+    if name in _LAZY:
         import importlib
 
-        return importlib.import_module(".optim", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'fgrad' has no attribute {name!r}")

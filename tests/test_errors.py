@@ -60,3 +60,17 @@ def test_python_control_flow_with_a_static_argument():
     assert len(fgrad.make_jaxpr(f, static_argnums=1)(1.0, 3).eqns) == 3
     with pytest.raises(ValueError, match="static_argnums=5 is out of range"):
         fgrad.make_jaxpr(f, static_argnums=5)(1.0, 3)
+
+
+def test_a_numpy_function_fgrad_lacks_says_so_on_a_traced_value():
+    with pytest.raises(TypeError, match=r"numpy\.i0 was called on a traced value.*fgrad\.numpy has no i0"):
+        fgrad.grad(lambda x: np.i0(x))(1.0)
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduce was called.*fgrad\.numpy has no add\.reduce"):
+        fgrad.grad(lambda x: np.add.reduce(x))(np.ones(2))
+
+
+def test_a_numpy_function_fgrad_has_under_another_path_names_fgrads_function():
+    from fgrad.numpy.dispatch import _unsupported
+
+    message = str(_unsupported("the function", "linalg.solve"))
+    assert "fgrad.numpy.linalg.solve exists: call it instead" in message

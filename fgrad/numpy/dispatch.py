@@ -119,12 +119,25 @@ for _module, _namespace in _NAMESPACES:
             FUNCTIONS[_target] = getattr(_module, _name)
 
 
+def _fgrad_has(name: str) -> bool:
+    """Whether fgrad.numpy has the function `name` ("sin", "linalg.eig", "add.reduce")."""
+    import importlib
+
+    target: Any = importlib.import_module("fgrad.numpy")
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    return callable(target)
+
+
 def _unsupported(kind: str, name: str) -> TypeError:
+    if _fgrad_has(name):
+        advice = (f"fgrad.numpy.{name} exists: call it instead (import fgrad.numpy as fnp; "
+                  f"fnp.{name}(...)), so that the call is traced.")
+    else:
+        advice = f"fgrad.numpy has no {name}: rewrite it with functions fgrad.numpy has."
     return TypeError(
         f"{kind} numpy.{name} was called on a traced value, and fgrad does not support it yet. "
-        f"Use the function of the same name from fgrad.numpy if there is one (import "
-        "fgrad.numpy as fnp), or rewrite it with supported functions; see "
-        "docs/numpy-coverage.md for the list."
+        f"{advice} See docs/numpy-coverage.md for the list of supported functions."
     )
 
 

@@ -11,16 +11,19 @@ from tests.strategies import values
 
 
 def _collect(attribute):
-    """Merge `attribute` (a dict or set) over the test modules of tests/primitives and
-    tests/numpy; a label defined twice is an error (one would hide the other)."""
+    """Merge `attribute` (a dict or set) over the test modules of tests/primitives,
+    tests/numpy, tests/scipy and tests/random; a label defined twice is an error
+    (one would hide the other)."""
     import importlib
     import pkgutil
 
     import tests.numpy
     import tests.primitives
+    import tests.random
+    import tests.scipy
 
     merged = {}
-    for package in (tests.primitives, tests.numpy):
+    for package in (tests.primitives, tests.numpy, tests.scipy, tests.random):
         for info in pkgutil.iter_modules(package.__path__):
             if info.name.startswith("test_"):
                 module = importlib.import_module(f"{package.__name__}.{info.name}")
