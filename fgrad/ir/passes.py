@@ -10,6 +10,7 @@ never dropped.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Hashable, Sequence
@@ -24,7 +25,9 @@ from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 
 __all__ = [
     "dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses",
-    "fold_constants", "simplify_jaxpr", "identity_products", "cse_jaxpr", "optimize_jaxpr",
+    "fold_constants", "simplify_jaxpr", "identity_products", "summed_products", "sliced_products",
+    "cse_jaxpr",
+    "optimize_jaxpr",
 ]
 
 
@@ -493,6 +496,250 @@ def _same_inexact(a: Atom, b: Atom) -> bool:
     return kind in "fc" and (b.aval.dtype == a.aval.dtype or b.aval.weak_type and b.aval.dtype.kind == kind)
 
 
+# --- summed_products ------------------------------------------------------------------
+
+#: A sum needs this many products of one form before they are stacked into one.
+SUM_MIN_TERMS = 4
+#: ... and its stacked operands together hold at most this many elements.
+STACK_MAX_ELEMENTS = 1 << 22
+
+
+def summed_products(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A sum of many products that contract the same leading axis, as one
+    product of the stacked operands. Reverse mode through a loop leaves such
+    sums, one term per iteration, for the cotangent of a weight the loop reads
+    each time: `ct_W = h_1.T @ g_1 + h_2.T @ g_2 + ...` costs one small
+    matrix product and one addition per step, where `concatenate(h).T @
+    concatenate(g)` is one large product that BLAS runs at full speed.
+
+    A sum is a chain of `add`s whose inner results nothing else reads, all of
+    one aval; its terms, each read by the sum only, are stacked by form:
+    `matmul (transpose a) b` (concatenating the a's and the b's along axis 0),
+    `matmul a (transpose b)` (along axis 1) and `reduce_sum[axes=(0,)] g`
+    (along axis 0), for inexact operands of one dtype and shape. The result
+    is the sum's up to rounding (the additions run in another order), as in
+    a compiler that reassociates floating-point sums.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> f = lambda h, g: h[0].T @ g[0] + h[1].T @ g[1] + h[2].T @ g[2] + h[3].T @ g[3]
+    >>> closed = fgrad.make_jaxpr(f)(np.ones((4, 2, 3)), np.ones((4, 2, 3)))
+    >>> [e.primitive.name for e in dce_closed_jaxpr(summed_products(closed)).eqns][-4:]
+    ['concatenate', 'concatenate', 'transpose', 'matmul']
+    """
+    eqns = closed.jaxpr.eqns
+    names = {e.primitive.name for e in eqns}
+    if "add" not in names or not names & {"matmul", "reduce_sum"}:
+        return closed
+    producer = {v: e for e in eqns for v in e.outvars}
+    uses: dict[Var, int] = {}
+    for a in [a for e in eqns for a in e.invars] + list(closed.jaxpr.outvars):
+        if type(a) is Var:
+            uses[a] = uses.get(a, 0) + 1
+
+    def inner(a: Atom, aval: Any) -> JaxprEqn | None:
+        """The add that computes `a`, when it is a link of a sum of aval `aval`."""
+        if not isinstance(a, Var):
+            return None
+        e = producer.get(a)
+        if e is None or e.primitive.name != "add" or uses[a] != 1 or a.aval != aval or has_effects(e):
+            return None
+        return e
+
+    linked = {a for e in eqns if e.primitive.name == "add"
+              for a in e.invars if inner(a, e.outvars[0].aval) is not None}
+    new_eqns: list[JaxprEqn] = []
+    changed = False
+    for eqn in eqns:
+        out = eqn.outvars[0] if eqn.outvars else None
+        if eqn.primitive.name != "add" or out in linked or has_effects(eqn):
+            new_eqns.append(eqn)
+            continue
+        rewritten = _stacked_sum(eqn, inner, producer, uses)
+        if rewritten is None:
+            new_eqns.append(eqn)
+        else:
+            new_eqns.extend(rewritten)
+            changed = True
+    return _rebuilt(closed, new_eqns, {}) if changed else closed
+
+
+def _terms(root: JaxprEqn, inner: Any) -> list[Atom]:
+    """The terms of the sum that `root` completes, in order (iteratively: a
+    loop of 10^5 steps makes a chain that long)."""
+    aval = root.outvars[0].aval
+    terms: list[Atom] = []
+    stack: list[Atom] = list(reversed(root.invars))
+    while stack:
+        a = stack.pop()
+        link = inner(a, aval)
+        if link is None:
+            terms.append(a)
+        else:
+            stack.extend(reversed(link.invars))
+    return terms
+
+
+def _product_form(a: Atom, producer: dict[Var, JaxprEqn], uses: dict[Var, int]) -> tuple[Any, ...] | None:
+    """(key, stacked operands, axis) of a term that can be stacked, or None."""
+    if not isinstance(a, Var):
+        return None
+    e = producer.get(a)
+    if e is None or uses[a] != 1 or has_effects(e) or a.aval.dtype.kind not in "fc":
+        return None
+    name = e.primitive.name
+    if name == "reduce_sum" and tuple(e.params["axes"]) == (0,) and type(e.invars[0]) is Var:
+        g = e.invars[0]
+        if g.aval.dtype == a.aval.dtype:
+            return ("sum", g.aval), (g,), 0
+        return None
+    if name != "matmul" or any(type(x) is not Var or x.aval.ndim != 2 or x.aval.dtype != a.aval.dtype
+                               for x in e.invars):
+        return None
+    left, right = e.invars
+    for side, axis in ((0, 0), (1, 1)):
+        t = producer.get(e.invars[side])  # type: ignore[arg-type]  # a Var: checked above
+        if t is not None and t.primitive.name == "transpose" and tuple(t.params["axes"]) == (1, 0):
+            source = t.invars[0]
+            if type(source) is Var and source.aval.dtype == a.aval.dtype:
+                operands = (source, right) if side == 0 else (left, source)
+                return ("matmul", side, operands[0].aval, operands[1].aval), operands, axis
+    return None
+
+
+def _stacked_sum(
+    root: JaxprEqn, inner: Any, producer: dict[Var, JaxprEqn], uses: dict[Var, int],
+) -> list[JaxprEqn] | None:
+    """The equations that compute `root`'s sum with its products stacked, or None."""
+    terms = _terms(root, inner)
+    if len(terms) < SUM_MIN_TERMS:
+        return None
+    groups: dict[Any, list[tuple[Atom, tuple[Var, ...], int]]] = {}
+    for a in terms:
+        form = _product_form(a, producer, uses)
+        if form is None:
+            groups[("other", id(a))] = [(a, (), 0)]
+        else:
+            groups.setdefault(form[0], []).append((a, form[1], form[2]))
+    stackable = [
+        members for key, members in groups.items()
+        if key[0] != "other" and len(members) >= SUM_MIN_TERMS
+        and len(members) * sum(v.aval.size for v in members[0][1]) <= STACK_MAX_ELEMENTS
+    ]
+    prims = {n: _primitive_named(n) for n in ("concatenate", "transpose", "matmul", "reduce_sum")}
+    if not stackable or any(p is None for p in prims.values()):
+        return None
+    stacked_terms = {id(m[0]) for members in stackable for m in members}
+    new: list[JaxprEqn] = []
+
+    def emit(prim: Primitive, ins: list[Atom], **params: Any) -> Var:
+        out = Var(prim.abstract_eval(*[a.aval for a in ins], **params))
+        new.append(JaxprEqn(prim, ins, [out], params, root.source))
+        return out
+
+    results: list[Atom] = [a for a in terms if id(a) not in stacked_terms]
+    for members in stackable:
+        term, operands, axis = members[0]
+        kind = producer[term].primitive.name  # type: ignore[index]
+        stacked = [emit(prims["concatenate"], [m[1][i] for m in members], axis=axis)  # type: ignore[arg-type]
+                   for i in range(len(operands))]
+        if kind == "reduce_sum":
+            results.append(emit(prims["reduce_sum"], stacked, axes=(0,)))  # type: ignore[arg-type]
+        else:
+            stacked[axis] = emit(prims["transpose"], [stacked[axis]], axes=(1, 0))  # type: ignore[arg-type]
+            results.append(emit(prims["matmul"], stacked))  # type: ignore[arg-type]
+    total = results[0]
+    for a in results[1:]:
+        total = emit(root.primitive, [total, a])
+    if total.aval != root.outvars[0].aval:
+        return None
+    last = new[-1]
+    new[-1] = JaxprEqn(last.primitive, last.invars, list(root.outvars), last.params, last.source)
+    return new
+
+
+def sliced_products(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Many products `matmul x[i] R` of slices of one array by one matrix, as
+    slices of one product `matmul x R`. A loop over `xs` leaves them, one per
+    iteration (`x_t @ U` in a recurrent network): each is a small product whose
+    cost is NumPy's call, where one large product runs at BLAS's speed. The
+    slices must be whole entries `x[i]` of the leading axis, at least
+    SUM_MIN_TERMS of them and half of the axis, of one inexact dtype with R.
+    The one product is computed where the first one was; the values are the
+    small products' up to rounding (BLAS may block the large one otherwise).
+
+    >>> import fgrad
+    >>> f = lambda xs, U: [x @ U for x in xs]
+    >>> closed = fgrad.make_jaxpr(f)(np.ones((4, 2, 3)), np.ones((3, 5)))
+    >>> print(sorted({e.primitive.name for e in dce_closed_jaxpr(sliced_products(closed)).eqns}))
+    ['getitem', 'matmul', 'reshape']
+    """
+    eqns = closed.jaxpr.eqns
+    if not any(e.primitive.name == "matmul" for e in eqns):
+        return closed
+    producer = {v: e for e in eqns for v in e.outvars}
+    groups: dict[tuple[Var, Var], list[tuple[int, JaxprEqn]]] = {}
+    for e in eqns:
+        index = _sliced_operand(e, producer)
+        if index is not None:
+            source = producer[e.invars[0]].invars[0]  # type: ignore[index]
+            groups.setdefault((source, e.invars[1]), []).append((index, e))  # type: ignore[arg-type]
+    hoisted: dict[int, list[JaxprEqn]] = {}  # id of the first member -> the equations before it
+    replaced: dict[int, JaxprEqn] = {}
+    prims = {n: _primitive_named(n) for n in ("matmul", "reshape", "getitem")}
+    if any(p is None for p in prims.values()):
+        return closed
+    for (x, r), members in groups.items():
+        count = x.aval.shape[0]
+        if (len({i for i, _ in members}) < max(SUM_MIN_TERMS, count / 2)
+                or count * r.aval.shape[1] * math.prod(x.aval.shape[1:-1]) > STACK_MAX_ELEMENTS):
+            continue
+        first = members[0][1]
+        new: list[JaxprEqn] = []
+
+        def emit(name: str, ins: list[Atom], **params: Any) -> Var:
+            prim = prims[name]
+            assert prim is not None
+            out = Var(prim.abstract_eval(*[a.aval for a in ins], **params))
+            new.append(JaxprEqn(prim, ins, [out], params, first.source))
+            return out
+
+        rows = x if x.aval.ndim == 2 else emit(
+            "reshape", [x], new_shape=(x.aval.size // x.aval.shape[-1], x.aval.shape[-1]))
+        product = emit("matmul", [rows, r])
+        if x.aval.ndim != 2:
+            product = emit("reshape", [product], new_shape=(*x.aval.shape[:-1], r.aval.shape[1]))
+        hoisted[id(first)] = new
+        idx_of = type(producer[first.invars[0]].params["idx"])  # type: ignore[index]
+        for i, e in members:
+            replaced[id(e)] = JaxprEqn(prims["getitem"], [product], list(e.outvars),  # type: ignore[arg-type]
+                                       {"idx": idx_of((i,))}, e.source)
+    if not replaced:
+        return closed
+    out_eqns: list[JaxprEqn] = []
+    for e in eqns:
+        out_eqns.extend(hoisted.get(id(e), ()))
+        out_eqns.append(replaced.get(id(e), e))
+    return _rebuilt(closed, out_eqns, {})
+
+
+def _sliced_operand(e: JaxprEqn, producer: dict[Var, JaxprEqn]) -> int | None:
+    """i, when `e` is `matmul x[i] R` for a matrix R of x's inexact dtype."""
+    if e.primitive.name != "matmul" or has_effects(e):
+        return None
+    left, right = e.invars
+    g = producer.get(left) if type(left) is Var else None
+    if (g is None or g.primitive.name != "getitem" or type(right) is not Var or right.aval.ndim != 2
+            or left.aval.ndim not in (1, 2) or left.aval.dtype.kind not in "fc"
+            or right.aval.dtype != left.aval.dtype):
+        return None
+    idx = tuple(g.params["idx"])
+    x = g.invars[0]
+    if (len(idx) != 1 or not isinstance(idx[0], (int, np.integer)) or isinstance(idx[0], bool)
+            or type(x) is not Var or x.aval.ndim != left.aval.ndim + 1 or x.aval.dtype != left.aval.dtype):
+        return None
+    return int(idx[0]) % x.aval.shape[0]
+
+
 # --- cse_jaxpr ------------------------------------------------------------------------
 
 #: Primitives whose two operands may be swapped (exactly, in floating point too).
@@ -633,9 +880,8 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     """What `jit` runs on a staged jaxpr: nested calls inlined, then constant
-    folding, simplification, identity products, CSE and DCE, again until a
-    round changes nothing
-    (at most `max_rounds`).
+    folding, simplification, identity products, summed and sliced products,
+    CSE and DCE, again until a round changes nothing (at most `max_rounds`).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sin(x) * fnp.negative(-1.0) + fnp.sin(x) / 1.0
@@ -645,7 +891,7 @@ def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     closed = inline_calls(closed)
     for _ in range(max_rounds):
         folded = fold_constants(closed)
-        simplified = identity_products(simplify_jaxpr(folded))
+        simplified = sliced_products(summed_products(identity_products(simplify_jaxpr(folded))))
         merged = cse_jaxpr(simplified)
         pruned = dce_closed_jaxpr(merged)
         if (

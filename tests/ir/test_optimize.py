@@ -22,6 +22,8 @@ from fgrad.ir.passes import (
     identity_products,
     optimize_jaxpr,
     simplify_jaxpr,
+    sliced_products,
+    summed_products,
 )
 from fgrad.primitives.elementwise import (
     add_p,
@@ -641,3 +643,104 @@ def test_jitted_jacobians_over_the_basis_equal_eager_ones(transform):
     x = np.linspace(-1.0, 1.0, 6)
     eager = getattr(fgrad, transform)(f)(x)
     np.testing.assert_allclose(fgrad.jit(getattr(fgrad, transform)(f))(x), eager, rtol=1e-13, atol=1e-15)
+
+
+# --- summed_products and sliced_products ----------------------------------------------
+SUMS = {  # f(hs, gs, w, k), and how many products of one form it sums
+    "h.T @ g": (lambda hs, gs, w, k: _chain([hs[i].T @ gs[i] for i in range(k)]), 1),
+    "h @ w.T": (lambda hs, gs, w, k: _chain([hs[i] @ gs[i].T for i in range(k)]), 1),
+    "sum(g, 0)": (lambda hs, gs, w, k: _chain([fnp.sum(gs[i], axis=0) for i in range(k)]), 1),
+    "mixed with other terms": (lambda hs, gs, w, k: _chain(
+        [w] + [hs[i].T @ gs[i] for i in range(k)] + [fnp.sin(w)] + [gs[i].T @ hs[i] for i in range(k)]), 2),
+}
+
+
+def _chain(terms):
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+@pytest.mark.parametrize("case", SUMS.values(), ids=SUMS.keys())
+@given(seed=seeds, k=st.integers(1, 7), m=st.integers(1, 4))
+def test_summed_products_stack_a_sum_of_products_and_equal_it_up_to_rounding(case, seed, k, m):
+    case, per_k = case
+    hs, gs = values((k, m, 3), "real", seed), values((k, m, 3), "real", seed + 1)
+    w = values((3, 3), "real", seed + 2)
+    closed = fgrad.make_jaxpr(lambda hs, gs, w: case(hs, gs, w, k))(hs, gs, w)
+    found = dce_closed_jaxpr(summed_products(closed))
+    check_jaxpr(found)
+    products = sum(n in ("matmul", "reduce_sum") for n in _names(closed))
+    if k * per_k >= 4:
+        assert "concatenate" in _names(found)
+        assert sum(n in ("matmul", "reduce_sum") for n in _names(found)) == products // (k * per_k)
+    else:
+        assert found.eqns == closed.eqns  # too few terms to be worth a copy
+    got, want = _run(found, hs, gs, w), _run(closed, hs, gs, w)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-13)
+
+
+def test_summed_products_leave_terms_read_elsewhere_and_mixed_dtypes():
+    hs, gs = np.arange(30.0).reshape(5, 2, 3), np.ones((5, 2, 3))
+    read_twice = lambda hs, gs: (_chain([hs[i].T @ gs[i] for i in range(5)]), hs[0].T @ gs[0])  # noqa: E731
+    closed = cse_jaxpr(fgrad.make_jaxpr(read_twice)(hs, gs))  # one product of h[0] and g[0], read twice
+    found = dce_closed_jaxpr(summed_products(closed))
+    assert _names(found).count("matmul") == 2  # the four others stacked; the one read twice kept
+    for got, want in zip(_run(found, hs, gs), read_twice(hs, gs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    mixed = fgrad.make_jaxpr(lambda hs, gs: _chain([hs[i].T @ gs[i].astype(np.float32) for i in range(5)]))(hs, gs)
+    assert "concatenate" not in _names(summed_products(mixed))  # the products promote
+
+
+def test_summed_products_leave_stacks_too_large_to_copy(monkeypatch):
+    import fgrad.ir.passes as passes
+
+    hs = np.ones((5, 2, 3))
+    closed = fgrad.make_jaxpr(lambda hs: _chain([hs[i].T @ hs[i] for i in range(5)]))(hs)
+    monkeypatch.setattr(passes, "STACK_MAX_ELEMENTS", 5 * 2 * 3 * 2 - 1)
+    assert summed_products(closed) is closed
+
+
+@given(seed=seeds, count=st.integers(1, 8), used=st.integers(1, 8), matrix=st.booleans())
+def test_sliced_products_compute_one_product_when_most_slices_are_used(seed, count, used, matrix):
+    used = min(used, count)
+    xs = values((count, 2, 3) if matrix else (count, 3), "real", seed)
+    U = values((3, 4), "real", seed + 1)
+    f = lambda xs, U: [xs[i] @ U for i in range(-used, 0)]  # noqa: E731 - negative indices too
+    closed = fgrad.make_jaxpr(f)(xs, U)
+    found = dce_closed_jaxpr(sliced_products(closed))
+    check_jaxpr(found)
+    matmuls = _names(found).count("matmul")
+    assert matmuls == (1 if used >= max(4, count / 2) else used)
+    for got, want in zip(_run(found, xs, U), _run(closed, xs, U), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_sliced_products_leave_other_slices_and_other_matrices():
+    xs, U, V = np.ones((5, 2, 3)), np.ones((3, 4)), np.ones((3, 4))
+    for f in (lambda xs, U, V: [xs[i, :1] @ U for i in range(5)],  # not whole entries
+              lambda xs, U, V: [xs[i] @ (U if i % 2 else V) for i in range(5)]):  # two matrices
+        closed = fgrad.make_jaxpr(f)(xs, U, V)
+        assert sliced_products(closed) is closed
+
+
+def test_jit_of_the_gradient_of_a_recurrent_scan_uses_one_product_per_weight():
+    from fgrad import lax
+
+    rng = np.random.default_rng(0)
+    W, U, h0, xs = (rng.standard_normal((6, 6)) / 3, rng.standard_normal((2, 6)), rng.standard_normal((3, 6)),
+                    rng.standard_normal((20, 3, 2)))
+
+    def loss(W, U, h0, xs):
+        h, _ = lax.scan(lambda h, x: (fnp.tanh(h @ W + x @ U), None), h0, xs)
+        return fnp.sum(h ** 2)
+
+    grads = fgrad.grad(loss, argnums=(0, 1))
+    jitted = fgrad.jit(grads)
+    for got, want in zip(jitted(W, U, h0, xs), grads(W, U, h0, xs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    optimized = optimize_jaxpr(fgrad.make_jaxpr(grads)(W, U, h0, xs))
+    # h @ W in each of the 20 steps, the cotangent times W.T in 19 (h0 needs none); one for
+    # all the x @ U, and one for each weight's cotangent (60 more products without the passes).
+    assert _names(optimized).count("matmul") == 20 + 19 + 3
