@@ -32,7 +32,7 @@ from numpy import (
 )
 
 from . import dispatch as _dispatch  # noqa: F401  (installs the tracers' operators)
-from . import linalg
+from . import fft, linalg
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation
 from .indexing import *  # noqa: F403
@@ -50,7 +50,7 @@ from .ufuncs import *  # noqa: F403
 from .ufuncs import __all__ as _ufuncs
 
 __all__ = [
-    "Array", "ArrayLike", "linalg",
+    "Array", "ArrayLike", "fft", "linalg",
     "bool_", "complex64", "complex128", "dtype", "e", "float16", "float32", "float64", "inf",
     "int8", "int16", "int32", "int64", "nan", "ndarray", "newaxis", "pi", "uint8",
     *_creation, *_indexing, *_products, *_reductions, *_shaping, *_sorting, *_ufuncs,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..core.trace import Tracer, array_ops
-from . import creation, indexing, linalg, products, reductions, shaping, sorting, ufuncs
+from . import creation, fft, indexing, linalg, products, reductions, shaping, sorting, ufuncs
 
 __all__ = ["FUNCTIONS"]
 
@@ -109,7 +109,7 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
 }
 _NAMESPACES = [
     (module, np) for module in (creation, indexing, products, reductions, shaping, sorting, ufuncs)
-] + [(linalg, np.linalg)]
+] + [(linalg, np.linalg), (fft, np.fft)]
 for _module, _namespace in _NAMESPACES:
     for _name in _module.__all__:
         _target = getattr(_namespace, _name, None)
