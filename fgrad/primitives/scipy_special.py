@@ -1,0 +1,340 @@
+"""Special functions whose values come from SciPy (an optional extra), as
+elementwise primitives: gamma, rgamma, gammasgn, beta, betaln, betainc,
+gammainc, gammaincc, erfcinv, ndtri, log_ndtr, the Bessel functions i0, i0e,
+i1, i1e, j0, j1, y0, y1 (and x**-n times J_n, I_n: their derivatives need it),
+zeta (Hurwitz and Riemann), rel_entr, kl_div, and erf and erfc of complex
+numbers.
+
+Each implementation calls the scipy.special function of the same name, looked
+up at run time (never at import time: `import fgrad` does not import SciPy; a
+call without SciPy raises ImportError naming the extra). Result dtypes are
+therefore SciPy's, and the abstract value of each is found by calling SciPy on
+empty arrays of the input dtypes. Complex inputs are refused, except by
+erf_complex and erfc_complex.
+
+The derivatives are fgrad's, factors written with fgrad's primitives, so every
+order is available: gamma' = gamma digamma, beta and betaln through digamma,
+betainc, gammainc and gammaincc in x in closed form, erfcinv' = -sqrt(pi)/2
+exp(erfcinv**2), ndtri' = sqrt(2 pi) exp(ndtri**2 / 2), log_ndtr' =
+exp(log_pdf - log_ndtr), i0' = i1, j0' = -j1, y0' = -y1, i1' = i0 - i1/x,
+j1' = j0 - j1/x, y1' = y0 - y1/x, where i1/x and j1/x are `bessel_over_power`,
+x**-n I_n(x) (or J_n), finite at 0, with the derivative x times the next
+order's. A derivative fgrad has no rule for (betainc in a and b, gammainc and
+gammaincc in a, zeta in x) raises NotImplementedError naming the function and
+the argument as soon as it is asked for: never a silent zero. The NumPy-level
+functions are in fgrad.scipy.special; this module knows nothing of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.optional import require
+from . import elementwise as ew
+from . import special as sp
+
+__all__ = [
+    "gamma", "rgamma", "gammasgn", "beta", "betaln", "betainc", "gammainc", "gammaincc", "erfcinv",
+    "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1", "bessel_over_power", "zeta",
+    "riemann_zeta", "rel_entr", "kl_div", "erf_complex", "erfc_complex",
+]
+
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+_F32 = np.dtype(np.float32)
+
+
+def _scipy_function(name: str) -> Callable[..., Any]:
+    """scipy.special.`name`, or the ImportError naming the `scipy` extra."""
+    return getattr(require("scipy.special", "scipy", f"fgrad.scipy.special.{name}"), name)
+
+
+def _dtype(x: Any) -> np.dtype:
+    dtype = getattr(x, "dtype", None)
+    return np.asarray(x).dtype if dtype is None else dtype
+
+
+def _check_inputs(name: str, args: tuple[Any, ...], complex_input: bool) -> None:
+    for x in args:
+        kind = _dtype(x).kind
+        if complex_input and kind != "c":
+            raise TypeError(f"{name}_complex takes complex numbers, got dtype {_dtype(x)}")
+        if not complex_input and kind not in "biuf":
+            raise TypeError(
+                f"fgrad.scipy.special.{name} is not supported for inputs of dtype {_dtype(x)} (it takes "
+                "real numbers: bool, integer or float)"
+            )
+
+
+def _scipy_impl(name: str, complex_input: bool = False) -> Callable[..., Any]:
+    """The implementation of a primitive: scipy.special.`name` on the inputs as
+    given (so that Python scalars are typed as SciPy types them)."""
+
+    def impl(*args: Any) -> Any:
+        _check_inputs(name, args, complex_input)
+        fn = _scipy_function(name)
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+    impl.__name__ = name
+    return impl
+
+
+def _scipy_primitive(name: str, *factors: ew.Factor, complex_input: bool = False) -> Any:
+    return ew.elementwise(name, _scipy_impl(name, complex_input), *factors)
+
+
+def _no_derivative(function: str, argument: str, why: str) -> Callable[..., Any]:
+    """A factor that refuses: fgrad has no rule for the derivative of `function`
+    in `argument` (a zero would be a silent wrong derivative)."""
+
+    def factor(ans: Any, *args: Any, **params: Any) -> Any:
+        raise NotImplementedError(
+            f"fgrad.scipy.special.{function}: the derivative with respect to `{argument}` is not "
+            f"implemented ({why}). Differentiate with respect to the other arguments only, or pass "
+            f"`{argument}` through fgrad.stop_gradient if its derivative is not needed."
+        )
+
+    return factor
+
+
+# --- the gamma and beta families ----------------------------------------------------------
+
+
+def _rgamma_factor(ans: Any, x: Any) -> Any:
+    # -rgamma(x) digamma(x), which is 0 * nan at the poles x = 0, -1, -2, ...; there
+    # the derivative of the reflection rgamma(x) = sin(pi x) gamma(1 - x) / pi,
+    # exact everywhere, so that every order is right at the poles too.
+    pole = ew.logical_and(ew.le(x, 0), ew.eq(ew.floor(x), x))
+    safe = ew.where(pole, x, 0.5)
+    g = gamma(ew.sub(1.0, safe))
+    pi_x = ew.mul(math.pi, safe)
+    psi = sp.digamma(ew.sub(1.0, safe))
+    reflected = ew.sub(ew.mul(ew.cos(pi_x), g), ew.mul(ew.mul(ew.sin(pi_x), g), ew.div(psi, math.pi)))
+    return ew.where(pole, reflected, ew.neg(ew.mul(ans, sp.digamma(ew.where(pole, 0.5, x)))))
+
+
+def _digamma_difference(a: Any, b: Any) -> Any:
+    """d/da log|B(a, b)| = digamma(a) - digamma(a + b)."""
+    return ew.sub(sp.digamma(a), sp.digamma(ew.add(a, b)))
+
+
+def _gammainc_factor(ans: Any, a: Any, x: Any) -> Any:
+    # x**(a-1) exp(-x) / Gamma(a), in logs (xlogy: 1 at x == 0 when a == 1).
+    return ew.exp(ew.sub(ew.sub(sp.xlogy(ew.sub(a, 1.0), x), x), sp.lgamma(a)))
+
+
+def _betainc_factor(ans: Any, a: Any, b: Any, x: Any) -> Any:
+    # x**(a-1) (1-x)**(b-1) / B(a, b), in logs.
+    log_density = ew.add(sp.xlogy(ew.sub(a, 1.0), x), sp.xlog1py(ew.sub(b, 1.0), ew.neg(x)))
+    return ew.exp(ew.sub(log_density, betaln(a, b)))
+
+
+gamma_p = _scipy_primitive("gamma", lambda ans, x: ew.mul(ans, sp.digamma(x)))
+rgamma_p = _scipy_primitive("rgamma", _rgamma_factor)
+gammasgn_p = _scipy_primitive("gammasgn")  # piecewise constant: no derivative
+beta_p = _scipy_primitive(
+    "beta",
+    lambda ans, a, b: ew.mul(ans, _digamma_difference(a, b)),
+    lambda ans, a, b: ew.mul(ans, _digamma_difference(b, a)),
+)
+betaln_p = _scipy_primitive(
+    "betaln", lambda ans, a, b: _digamma_difference(a, b), lambda ans, a, b: _digamma_difference(b, a)
+)
+_NO_SHAPE_RULE = "it needs a series of its own, which fgrad does not compute"
+betainc_p = _scipy_primitive(
+    "betainc", _no_derivative("betainc", "a", _NO_SHAPE_RULE), _no_derivative("betainc", "b", _NO_SHAPE_RULE),
+    _betainc_factor,
+)
+gammainc_p = _scipy_primitive("gammainc", _no_derivative("gammainc", "a", _NO_SHAPE_RULE), _gammainc_factor)
+gammaincc_p = _scipy_primitive(
+    "gammaincc", _no_derivative("gammaincc", "a", _NO_SHAPE_RULE),
+    lambda ans, a, x: ew.neg(_gammainc_factor(ans, a, x)),
+)
+
+
+# --- inverses and logs of the normal distribution ----------------------------------------
+
+erfcinv_p = _scipy_primitive("erfcinv", lambda ans, y: ew.mul(-_SQRT_PI / 2, ew.exp(ew.square(ans))))
+ndtri_p = _scipy_primitive("ndtri", lambda ans, y: ew.mul(_SQRT_2PI, ew.exp(ew.mul(0.5, ew.square(ans)))))
+# log_ndtr' = pdf/ndtr = exp(log pdf(x) - log_ndtr(x)), in logs so that it does not
+# underflow for very negative x. Below -20 the two logs, about -x**2/2, cancel to
+# more than the precision they have: there the asymptotic series of Mills' ratio,
+# ndtr(x)/pdf(x) = 1/t (1 - 1/t**2 + 3/t**4 - 15/t**6 ...), t = -x, whose terms
+# (-1)**k (2k-1)!! / t**2k fall below 1e-17 by k = 10 (at t = 20).
+_LOG_NDTR_TAIL = -20.0
+_MILLS_SERIES = tuple((-1) ** k * math.prod(range(1, 2 * k, 2)) for k in range(11))
+
+
+def _log_ndtr_factor(ans: Any, x: Any) -> Any:
+    tail = ew.lt(x, _LOG_NDTR_TAIL)
+    t = ew.neg(ew.where(tail, x, _LOG_NDTR_TAIL))
+    u = ew.div(1.0, ew.square(t))
+    series = _MILLS_SERIES[-1]
+    for c in _MILLS_SERIES[-2::-1]:
+        series = ew.add(ew.mul(series, u), float(c))
+    bulk = ew.exp(ew.sub(ew.sub(ew.mul(-0.5, ew.square(x)), _HALF_LOG_2PI), ew.where(tail, 0.0, ans)))
+    return ew.where(tail, ew.div(t, series), bulk)
+
+
+log_ndtr_p = _scipy_primitive("log_ndtr", _log_ndtr_factor)
+
+
+# --- Bessel functions ---------------------------------------------------------------------
+# bessel_over_power[kind, n](x) is x**-n J_n(x) (kind "j"), x**-n I_n(x) ("i") or
+# exp(-|x|) x**-n I_n(x) ("ie"): even, finite at 0 (1/(2**n n!)), and
+# d/dx x**-n C_n(x) = -+x x**-(n+1) C_{n+1}(x), so that j1/x and i1/x, in the
+# derivatives of j1, i1 and i1e, have derivatives of every order also at 0.
+# Near 0, where x**n may underflow, two terms of the power series (the third is
+# below x**4 / 32 relative: nothing for |x| < 1e-4).
+
+_BESSEL_SMALL = 1e-4
+_BESSEL_ORDER = {"j": "jv", "i": "iv", "ie": "ive"}
+
+
+def _bessel_over_power_impl(x: Any, *, kind: str, n: int) -> Any:
+    _check_inputs("bessel_over_power", (x,), False)
+    fn = _scipy_function(_BESSEL_ORDER[kind])
+    x = np.asarray(x)
+    dtype = _F32 if x.dtype == _F32 else np.dtype(np.float64)
+    x = x.astype(np.float64, copy=False)
+    with np.errstate(all="ignore"):
+        small = np.abs(x) < _BESSEL_SMALL
+        safe = np.where(small, 1.0, x)
+        out = fn(n, safe) / safe**n
+        sign = -1.0 if kind == "j" else 1.0
+        series = (1 + sign * x * x / (4 * (n + 1))) / (2.0**n * math.factorial(n))
+        if kind == "ie":
+            series = series * np.exp(-np.abs(x))
+        out = np.where(small, series, out)
+    return out.astype(dtype, copy=False)[()]
+
+
+def _bessel_over_power_factor(ans: Any, x: Any, *, kind: str, n: int) -> Any:
+    higher = ew.mul(x, bessel_over_power(x, kind=kind, n=n + 1))
+    if kind == "j":
+        return ew.neg(higher)
+    if kind == "i":
+        return higher
+    return ew.sub(higher, ew.mul(ew.sign(x), ans))
+
+
+# params: kind ("j", "i" or "ie"), n (the order, a non-negative int)
+bessel_over_power_p = ew.elementwise(
+    "bessel_over_power", _bessel_over_power_impl, _bessel_over_power_factor
+)
+
+i0_p = _scipy_primitive("i0", lambda ans, x: i1(x))
+i0e_p = _scipy_primitive("i0e", lambda ans, x: ew.sub(i1e(x), ew.mul(ew.sign(x), ans)))
+i1_p = _scipy_primitive("i1", lambda ans, x: ew.sub(i0(x), bessel_over_power(x, kind="i", n=1)))
+i1e_p = _scipy_primitive(
+    "i1e",
+    lambda ans, x: ew.sub(ew.sub(i0e(x), ew.mul(ew.sign(x), ans)), bessel_over_power(x, kind="ie", n=1)),
+)
+j0_p = _scipy_primitive("j0", lambda ans, x: ew.neg(j1(x)))
+j1_p = _scipy_primitive("j1", lambda ans, x: ew.sub(j0(x), bessel_over_power(x, kind="j", n=1)))
+y0_p = _scipy_primitive("y0", lambda ans, x: ew.neg(y1(x)))
+y1_p = _scipy_primitive("y1", lambda ans, x: ew.sub(y0(x), ew.div(ans, x)))
+
+
+# --- zeta ---------------------------------------------------------------------------------
+
+_NO_ZETA_RULE = "the derivative of zeta in its exponent is not one of SciPy's functions"
+# zeta(x, q), Hurwitz's: d/dq = -x zeta(x + 1, q).
+zeta_p = ew.elementwise(
+    "zeta", _scipy_impl("zeta"), _no_derivative("zeta", "x", _NO_ZETA_RULE),
+    lambda ans, x, q: ew.neg(ew.mul(x, zeta(ew.add(x, 1.0), q))),
+)
+
+
+def _riemann_zeta_impl(x: Any) -> Any:
+    _check_inputs("zeta", (x,), False)
+    fn = _scipy_function("zeta")
+    with np.errstate(all="ignore"):
+        return fn(x)
+
+
+# zeta(x), Riemann's, also for x < 1 (where zeta(x, 1) is nan).
+riemann_zeta_p = ew.elementwise(
+    "riemann_zeta", _riemann_zeta_impl, _no_derivative("zeta", "x", _NO_ZETA_RULE)
+)
+
+
+# --- relative entropy ---------------------------------------------------------------------
+# As JAX: inside the domain (x > 0 and y > 0) the derivatives of the formula;
+# outside it the value is a constant (0 or inf), with derivative 0, except that
+# kl_div(0, y) = y has the derivative 1 in y.
+
+
+def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
+    inside = ew.logical_and(ew.gt(x, 0), ew.gt(y, 0))
+    return inside, ew.where(inside, x, 1.0), ew.where(inside, y, 1.0)
+
+
+def _rel_entr_dx(ans: Any, x: Any, y: Any, offset: float) -> Any:
+    inside, x, y = _both_positive(x, y)
+    return ew.where(inside, ew.add(ew.sub(ew.log(x), ew.log(y)), offset), 0.0)
+
+
+def _rel_entr_dy(ans: Any, x: Any, y: Any) -> Any:
+    inside, x, y = _both_positive(x, y)
+    return ew.where(inside, ew.neg(ew.div(x, y)), 0.0)
+
+
+def _kl_div_dy(ans: Any, x: Any, y: Any) -> Any:
+    inside, safe_x, safe_y = _both_positive(x, y)
+    at_zero = ew.logical_and(ew.eq(x, 0), ew.ge(y, 0))
+    return ew.where(inside, ew.sub(1.0, ew.div(safe_x, safe_y)), ew.where(at_zero, 1.0, 0.0))
+
+
+rel_entr_p = _scipy_primitive("rel_entr", lambda ans, x, y: _rel_entr_dx(ans, x, y, 1.0), _rel_entr_dy)
+kl_div_p = _scipy_primitive("kl_div", lambda ans, x, y: _rel_entr_dx(ans, x, y, 0.0), _kl_div_dy)
+
+
+# --- erf and erfc of complex numbers: holomorphic ------------------------------------------
+
+
+def _erf_complex_factor(ans: Any, z: Any) -> Any:
+    return ew.mul(2 / _SQRT_PI, ew.exp(ew.neg(ew.square(z))))
+
+
+erf_complex_p = ew.elementwise("erf_complex", _scipy_impl("erf", complex_input=True), _erf_complex_factor)
+erfc_complex_p = ew.elementwise(
+    "erfc_complex", _scipy_impl("erfc", complex_input=True),
+    lambda ans, z: ew.neg(_erf_complex_factor(ans, z)),
+)
+
+
+# --- the functions rules and fgrad.scipy.special call ---------------------------------------
+
+gamma: Callable[..., Any] = gamma_p.bind
+rgamma: Callable[..., Any] = rgamma_p.bind
+gammasgn: Callable[..., Any] = gammasgn_p.bind
+beta: Callable[..., Any] = beta_p.bind
+betaln: Callable[..., Any] = betaln_p.bind
+betainc: Callable[..., Any] = betainc_p.bind
+gammainc: Callable[..., Any] = gammainc_p.bind
+gammaincc: Callable[..., Any] = gammaincc_p.bind
+erfcinv: Callable[..., Any] = erfcinv_p.bind
+ndtri: Callable[..., Any] = ndtri_p.bind
+log_ndtr: Callable[..., Any] = log_ndtr_p.bind
+bessel_over_power: Callable[..., Any] = bessel_over_power_p.bind
+i0: Callable[..., Any] = i0_p.bind
+i0e: Callable[..., Any] = i0e_p.bind
+i1: Callable[..., Any] = i1_p.bind
+i1e: Callable[..., Any] = i1e_p.bind
+j0: Callable[..., Any] = j0_p.bind
+j1: Callable[..., Any] = j1_p.bind
+y0: Callable[..., Any] = y0_p.bind
+y1: Callable[..., Any] = y1_p.bind
+zeta: Callable[..., Any] = zeta_p.bind
+riemann_zeta: Callable[..., Any] = riemann_zeta_p.bind
+rel_entr: Callable[..., Any] = rel_entr_p.bind
+kl_div: Callable[..., Any] = kl_div_p.bind
+erf_complex: Callable[..., Any] = erf_complex_p.bind
+erfc_complex: Callable[..., Any] = erfc_complex_p.bind
