@@ -1,7 +1,8 @@
 """fgrad.numpy.linalg: NumPy's linear algebra on fgrad's primitives.
 
 Norms, solve, inv, pinv, det, slogdet, the factorizations (cholesky, qr, eigh,
-svd), lstsq and the functions composed from them, and NumPy 2's array-API
+eig, svd), lstsq and the functions composed from them (tensorsolve and
+tensorinv are solve and inv of reshaped arrays), and NumPy 2's array-API
 names shared with fgrad.numpy (matmul, trace, diagonal, ...). All work on
 stacks of matrices (leading axes) like NumPy. Results with several parts come
 back as fgrad's named tuples with NumPy's names and fields
@@ -24,12 +25,13 @@ from ..primitives import elementwise as ew
 from ..primitives import linalg as lin
 from ..primitives import reductions as red
 from ..primitives import shapes
-from . import indexing, products
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of
+from . import indexing, products, shaping, sorting
+from .operands import Array, ArrayLike, concrete_value, normalize_axes, operand, shape_of
 
 __all__ = [
     "norm", "vector_norm", "matrix_norm", "solve", "inv", "pinv", "det", "slogdet", "cholesky", "qr",
-    "eigh", "eigvalsh", "svd", "svdvals", "lstsq", "matrix_power", "multi_dot", "matrix_rank", "cond",
+    "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "lstsq", "matrix_power", "multi_dot",
+    "matrix_rank", "cond", "tensorsolve", "tensorinv",
     "matrix_transpose", "matmul", "outer", "tensordot", "vecdot", "trace", "diagonal",
 ]
 
@@ -38,6 +40,11 @@ LinAlgError = np.linalg.LinAlgError
 
 # The named tuples NumPy's functions return, with NumPy's names and fields; the
 # functions return them with or without a transform.
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -393,11 +400,59 @@ def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     return dec.eigvalsh(_inexact(a), UPLO=_uplo(UPLO))
 
 
+def _real_if_numpy_would(a: Any, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """NumPy's eig and eigvals return real arrays for a real matrix (or stack) whose
+    eigenvalues all have an imaginary part of exactly 0. Where the values are
+    known (no transform, grad, jvp) so do these; where they are not (make_jaxpr,
+    jit, vmap) the results stay complex, as JAX's."""
+    if get_aval(a).dtype.kind == "c":
+        return parts
+    w = concrete_value(parts[0], None)
+    if w is None or np.any(np.imag(w) != 0):
+        return parts
+    return tuple(ew.real(x) for x in parts)
+
+
+def eig(a: ArrayLike) -> EigResult:
+    """numpy.linalg.eig: eigenvalues and unit-norm eigenvectors (the columns) of
+    square matrices; complex, or real where the matrix and all its eigenvalues
+    are real and the values are known (under make_jaxpr, jit and vmap they stay
+    complex). The derivative assumes distinct eigenvalues (at an exactly
+    repeated one it is nan, and the eigenvectors' inf or nan) and holds for
+    functions of the eigenvectors that do not depend on their phase, which is
+    arbitrary (``abs(v) ** 2``, ``v v^H``).
+
+    >>> eig(np.diag([2.0, 1.0])).eigenvalues
+    array([2., 1.])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return EigResult(*np.linalg.eig(a))
+    a = _inexact(a)
+    w, v = _real_if_numpy_would(a, tuple(dec.eig(a)))
+    return EigResult(w, v)
+
+
+def eigvals(a: ArrayLike) -> Array:
+    """numpy.linalg.eigvals: the eigenvalues of square matrices, complex or real
+    as with `eig`. The derivative assumes distinct eigenvalues (nan at an
+    exactly repeated one).
+
+    >>> eigvals(np.array([[0.0, 1.0], [-1.0, 0.0]]))
+    array([0.+1.j, 0.-1.j])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.linalg.eigvals(a)
+    a = _inexact(a)
+    (w,) = _real_if_numpy_would(a, (dec.eigvals(a),))
+    return w
+
+
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
     """numpy.linalg.svd: U, S, Vh with ``a = U @ (S[..., None] * Vh)`` (singular
-    values descending), or S alone with ``compute_uv=False``. Under a
-    transform `hermitian` changes nothing but speed. The derivative of U and
-    Vh assumes distinct non-zero singular values and ``full_matrices=False``
+    values descending), or S alone with ``compute_uv=False``; with
+    ``hermitian=True`` computed from eigh of the lower triangle, as NumPy's
+    (the same singular values, its own signs of the vectors). The derivative
+    of U and Vh assumes distinct non-zero singular values and ``full_matrices=False``
     (or square matrices).
 
     >>> svd(np.diag([1.0, 3.0]), compute_uv=False)
@@ -407,10 +462,29 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
         out = np.linalg.svd(a, full_matrices, compute_uv, hermitian)  # type: ignore[call-overload]
         return SVDResult(*out) if compute_uv else out
     a = _inexact(a)
+    if hermitian:
+        return _svd_hermitian(a, compute_uv)
     if not compute_uv:
         return dec.svdvals(a)
     u, s, vh = dec.svd(a, full_matrices=bool(full_matrices))
     return SVDResult(u, s, vh)
+
+
+def _svd_hermitian(a: Any, compute_uv: bool) -> Any:
+    """NumPy's svd(a, hermitian=True): from eigh of the lower triangle, the
+    absolute eigenvalues descending, U the eigenvectors in that order and Vh
+    their conjugate transposes times the eigenvalues' signs."""
+    _check_square(a)
+    if not compute_uv:
+        return shaping.flip(sorting.sort(ew.absolute(dec.eigvalsh(a, UPLO="L")), axis=-1), axis=-1)
+    w, v = dec.eigh(a, UPLO="L")
+    s = ew.absolute(w)
+    order = shaping.flip(sorting.argsort(s, axis=-1), axis=-1)
+    s, signs = indexing.take_along_axis(s, order, -1), indexing.take_along_axis(ew.sign(w), order, -1)
+    as_rows = lambda x: shapes.reshape(x, new_shape=(*shape_of(x)[:-1], 1, shape_of(x)[-1]))
+    u = indexing.take_along_axis(v, as_rows(order), -1)
+    vh = lin.matrix_transpose(ew.mul(u, as_rows(signs)))
+    return SVDResult(u, s, ew.conj(vh) if get_aval(vh).dtype.kind == "c" else vh)
 
 
 def svdvals(x: ArrayLike, /) -> Array:
@@ -559,7 +633,8 @@ def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None) -> Array:
 
 def matrix_rank(A: ArrayLike, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Array:
     """numpy.linalg.matrix_rank: the number of singular values above the
-    tolerance (an integer: no derivative).
+    tolerance (an integer: no derivative); with ``hermitian=True`` the
+    absolute eigenvalues of the lower triangle, as NumPy's.
 
     >>> matrix_rank(np.diag([1.0, 0.0]))
     np.int64(1)
@@ -570,10 +645,10 @@ def matrix_rank(A: ArrayLike, tol: Any = None, hermitian: bool = False, *, rtol:
         raise ValueError("`tol` and `rtol` can't be both set.")
     A = _inexact(A)
     shape = shape_of(A)
-    if len(shape) < 2:
-        nonzero = ew.convert_element_type(ew.ne(A, 0), new_dtype=np.dtype(np.int64))
-        return red.reduce_max(shapes.reshape(nonzero, new_shape=(math.prod(shape),)), axes=(0,))
-    s = dec.svdvals(A)
+    if len(shape) < 2:  # 1 unless every element is 0
+        nonzero = red.reduce_or(ew.ne(A, 0), axes=tuple(range(len(shape))))
+        return ew.convert_element_type(nonzero, new_dtype=np.dtype(np.int64))
+    s = ew.absolute(dec.eigvalsh(A, UPLO="L")) if hermitian else dec.svdvals(A)
     last = len(shape_of(s)) - 1
     if tol is None:
         if rtol is None:
@@ -615,6 +690,64 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     r = ew.mul(norm(x, p, axis=(-2, -1)), norm(dec.inv(x, singular="nan"), p, axis=(-2, -1)))
     x_has_nan = red.reduce_or(ew.isnan(x), axes=(len(shape) - 2, len(shape) - 1))
     return ew.where(ew.isnan(r), ew.where(x_has_nan, r, np.inf), r)
+
+
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -> Array:
+    """numpy.linalg.tensorsolve: x with ``tensordot(a, x, axes=x.ndim) == b``,
+    the axes `axes` of `a` moved to the end first: solve of `a` reshaped to a
+    square matrix, so its derivatives are solve's.
+
+    >>> tensorsolve(2 * np.eye(4).reshape(2, 2, 2, 2), np.ones((2, 2)))
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.linalg.tensorsolve(a, b, axes)
+    a, b = _inexact(a), _inexact(b)
+    an, bn = len(shape_of(a)), len(shape_of(b))
+    if axes is not None:
+        order = list(range(an))
+        for k in axes:  # as NumPy's: each axis (non-negative) moved to the end in turn
+            order.remove(k)
+            order.insert(an, k)
+        a = shapes.transpose(a, axes=tuple(order))
+    a_shape = shape_of(a)
+    x_shape = a_shape[-(an - bn):]
+    size = math.prod(x_shape)
+    if math.prod(a_shape) != size**2:
+        moved = "" if axes is None else " (its `axes` moved to the end)"
+        raise LinAlgError(
+            "Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim]); "
+            f"got a of shape {a_shape}{moved} and b of shape {shape_of(b)}"
+        )
+    b = shapes.reshape(b, new_shape=(math.prod(shape_of(b)),))
+    x = solve(shapes.reshape(a, new_shape=(size, size)), b)
+    return shapes.reshape(x, new_shape=x_shape)
+
+
+def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
+    """numpy.linalg.tensorinv: the inverse of `a` seen as a linear map from its
+    axes ``ind:`` to its first `ind` axes (the result has the axes ``ind:``
+    first): inv of `a` reshaped to a square matrix.
+
+    >>> tensorinv(2 * np.eye(4).reshape(4, 2, 2), ind=1).shape
+    (2, 2, 4)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.linalg.tensorinv(a, ind)
+    a = _inexact(a)
+    shape = shape_of(a)
+    if not ind > 0:
+        raise ValueError("Invalid ind argument.")
+    rows = math.prod(shape[ind:])
+    if rows == 0 or math.prod(shape) % rows:
+        raise ValueError(
+            f"tensorinv: cannot reshape an array of shape {shape} into a matrix of {rows} rows (the product "
+            f"of the axes from ind={ind} on); pass an array whose first ind axes and the others hold as many "
+            "elements"
+        )
+    inverse = dec.inv(shapes.reshape(a, new_shape=(rows, math.prod(shape) // rows)))
+    return shapes.reshape(inverse, new_shape=shape[ind:] + shape[:ind])
 
 
 # --- NumPy 2's array-API names -----------------------------------------------------------------

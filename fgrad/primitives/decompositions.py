@@ -1,8 +1,8 @@
 """Linear-algebra primitives beyond products: solve, inverse, adjugate,
-pseudo-inverse, determinants and factorizations (Cholesky, QR, symmetric
-eigendecomposition, SVD), each with its jvp rule (the standard matrix-calculus
-formulas) and batch rule; `solve` is linear in its right-hand side and has a
-transpose.
+pseudo-inverse, determinants and factorizations (Cholesky, QR, symmetric and
+general eigendecomposition, SVD), each with its jvp rule (the standard
+matrix-calculus formulas) and batch rule; `solve` is linear in its right-hand
+side and has a transpose.
 
 Every primitive works on stacks of matrices like NumPy's linalg: the last two
 axes hold the matrices, so a batch rule only moves the batch axis to the
@@ -10,14 +10,23 @@ front. Shapes and dtypes are NumPy's (a dtype is found by running the NumPy
 function on a 1x1 sample, once per dtype). Functions that read one triangle
 of their input (cholesky, eigh, and pinv with hermitian=True) are
 differentiated as what they compute: a function of that triangle, so the
-derivative in the other triangle is zero.
+derivative in the other triangle is zero (and, for complex Hermitian input,
+in the imaginary parts of the diagonal, which LAPACK ignores).
+
+eig and eigvals always give complex results here (a static dtype): NumPy's
+real results, for real matrices whose eigenvalues are all real, are chosen
+by fgrad.numpy.linalg from the values.
 
 det's derivative is the adjugate, defined at singular matrices too; its
 second derivatives, slogdet's and qr's derivatives need invertible (full
 rank) matrices and raise a LinAlgError saying so. Derivatives of the
-factorizations assume the generic case: distinct eigenvalues (eigh) and
-distinct, non-zero singular values (svd), and constant rank for pinv;
-otherwise they are inf or nan, as the mathematics says.
+factorizations assume the generic case: distinct eigenvalues (eigh, eig:
+a diagonalizable matrix) and distinct, non-zero singular values (svd), and
+constant rank for pinv; otherwise they are inf or nan, as the mathematics
+says (as JAX's; eig's eigenvalues get nan where exactly repeated, eigh's
+keep diag(V^H da V), a one-sided derivative there). Eigenvectors and singular vectors are fixed only up to a
+phase (a sign, for real ones): their derivatives are those of the vectors
+NumPy returns only for functions that do not depend on that phase.
 """
 
 from __future__ import annotations
@@ -34,10 +43,11 @@ from ..core.trace import Primitive
 from . import batching, indexing, linalg, shapes
 from . import derivatives as d
 from . import elementwise as ew
+from . import reductions as red
 
 __all__ = [
-    "solve", "inv", "adjugate", "pinv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
-    "svdvals",
+    "solve", "inv", "adjugate", "pinv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "eig",
+    "eigvals", "svd", "svdvals",
 ]
 
 LinAlgError = np.linalg.LinAlgError
@@ -63,6 +73,27 @@ def _check_matrix(x: ShapedArray, square: bool = True) -> None:
 
 
 _mT = linalg.matrix_transpose
+
+
+def _is_complex(x: Any) -> bool:
+    """Whether `x` has a complex dtype (the rules below conjugate only then)."""
+    return bool(get_aval(x).dtype.kind == "c")
+
+
+def _mH(x: Any) -> Any:
+    """The conjugate transpose of each matrix of a stack (the transpose of real ones)."""
+    return ew.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _re(x: Any) -> Any:
+    """The real part of a complex `x`; a real `x` itself."""
+    return ew.real(x) if _is_complex(x) else x
+
+
+def _as_dtype_of(x: Any, like: Any) -> Any:
+    """`x` converted to the dtype of `like` (a real tangent of a complex result)."""
+    dtype = get_aval(like).dtype
+    return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, new_dtype=dtype)
 
 
 def _mm(a: Any, b: Any) -> Any:
@@ -93,12 +124,16 @@ def _triangle_mask(n: int, dtype: np.dtype, lower: bool, diagonal: float) -> np.
 
 
 def _from_triangle(t: Any, lower: bool) -> Any:
-    """The symmetric matrices whose `lower` (or upper) triangle is that of `t`:
-    the tangent of an input of which only that triangle is read."""
+    """The symmetric (Hermitian) matrices whose `lower` (or upper) triangle is
+    that of `t`: the tangent of an input of which only that triangle is read
+    (and of a complex diagonal only the real part, as LAPACK reads it)."""
     n = get_aval(t).shape[-1]
     dtype = get_aval(t).dtype
-    strict = ew.mul(t, _triangle_mask(n, dtype, lower, 0.0))
-    return ew.add(ew.add(strict, _mT(strict)), ew.mul(t, np.eye(n, dtype=dtype)))
+    strict = ew.mul(t, _triangle_mask(n, np.dtype(np.finfo(dtype).dtype), lower, 0.0))
+    diagonal = ew.mul(t, np.eye(n, dtype=np.finfo(dtype).dtype))
+    if _is_complex(t):
+        diagonal = ew.convert_element_type(ew.real(diagonal), new_dtype=dtype)
+    return ew.add(ew.add(strict, _mH(strict)), diagonal)
 
 
 def _inverse_gaps(values: Any) -> Any:
@@ -479,26 +514,109 @@ eigvalsh_p = _primitive("eigvalsh", lambda a, *, UPLO: np.linalg.eigvalsh(a, UPL
 
 
 def _eigh_jvp(primals: list[Any], tangents: list[Any], *, UPLO: str) -> tuple[Any, Any]:
-    # With a = V diag(w) V^T and P = V^T da V: dw = diag(P), dV = V (F * P),
-    # F[i, j] = 1 / (w[j] - w[i]) off the diagonal.
+    # With a = V diag(w) V^H and P = V^H da V (Hermitian): dw = diag(P) (real),
+    # dV = V (F * P), F[i, j] = 1 / (w[j] - w[i]) off the diagonal. The phase of
+    # each column stays put to first order (diag(V^H dV) = 0).
     (a,), (da,) = primals, tangents
-    _real_only("eigh", a)
     w, v = eigh(a, UPLO=UPLO)
     da = _from_triangle(da, lower=UPLO == "L")
-    p = _mm(_mT(v), _mm(da, v))
-    return [w, v], [_diagonal(p), _mm(v, ew.mul(_inverse_gaps(w), p))]
+    p = _mm(_mH(v), _mm(da, v))
+    return [w, v], [_re(_diagonal(p)), _mm(v, ew.mul(_inverse_gaps(w), p))]
 
 
 def _eigvalsh_jvp(primals: list[Any], tangents: list[Any], *, UPLO: str) -> tuple[Any, Any]:
     (a,), (da,) = primals, tangents
-    _real_only("eigvalsh", a)
     w, v = eigh(a, UPLO=UPLO)
     da = _from_triangle(da, lower=UPLO == "L")
-    return w, linalg.stacked_einsum("...ij,...ik,...kj->...j", v, da, v)  # dw = diag(V^T da V)
+    v_conj = ew.conj(v) if _is_complex(v) else v
+    return w, _re(linalg.stacked_einsum("...ij,...ik,...kj->...j", v_conj, da, v))  # dw = diag(V^H da V)
 
 
 jvp_rules[eigh_p] = _eigh_jvp
 jvp_rules[eigvalsh_p] = _eigvalsh_jvp
+
+
+# --- eig(a), eigvals(a): general square matrices, complex results -------------------------
+
+
+@functools.cache
+def _complex_dtype(np_fn: Callable[..., Any], dtype: np.dtype) -> np.dtype:
+    """The complex dtype of `np_fn`'s eigenvalues for input of `dtype`, whether or
+    not NumPy would return them as real."""
+    real = _result_dtypes(np_fn, dtype)[0]
+    return np.result_type(real, np.complex64)
+
+
+def _eig_aval(a: ShapedArray) -> list[ShapedArray]:
+    _check_matrix(a)
+    dtype = _complex_dtype(np.linalg.eig, a.dtype)
+    return [ShapedArray(a.shape[:-1], dtype), ShapedArray(a.shape, dtype)]
+
+
+def _eigvals_aval(a: ShapedArray) -> ShapedArray:
+    _check_matrix(a)
+    return ShapedArray(a.shape[:-1], _complex_dtype(np.linalg.eigvals, a.dtype))
+
+
+def _eig_impl(a: np.ndarray) -> list[np.ndarray]:
+    w, v = np.linalg.eig(a)
+    dtype = _complex_dtype(np.linalg.eig, a.dtype)
+    return [w.astype(dtype, copy=False), v.astype(dtype, copy=False)]
+
+
+def _eigvals_impl(a: np.ndarray) -> np.ndarray:
+    return np.linalg.eigvals(a).astype(_complex_dtype(np.linalg.eigvals, a.dtype), copy=False)
+
+
+eig_p = _primitive("eig", _eig_impl, _eig_aval, multiple_results=True)
+eigvals_p = _primitive("eigvals", _eigvals_impl, _eigvals_aval)
+
+
+def _eig_tangent_parts(a: Any, da: Any) -> tuple[Any, Any, Any]:
+    """w, V and P = V^-1 da V for a = V diag(w) V^-1."""
+    w, v = eig(a)
+    v_inv = _inverse_for(
+        v, "the derivative of eig needs a diagonalizable matrix (independent eigenvectors); at a "
+        "defective one it is infinite"
+    )
+    return w, v, _mm(v_inv, _mm(_as_dtype_of(da, v), v))
+
+
+def _eig_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    # a V = V diag(w) gives, with P = V^-1 da V: dw = diag(P) and dV = V (F * P)
+    # + V diag(c), F[i, j] = 1 / (w[j] - w[i]) off the diagonal and c free (the
+    # scale of each column). NumPy's columns have unit norm, so c = -Re(v^H dv):
+    # the part of each column along itself that would change its norm goes.
+    (a,), (da,) = primals, tangents
+    w, v, p = _eig_tangent_parts(a, da)
+    du = _mm(v, ew.mul(_inverse_gaps(w), p))
+    along = ew.real(linalg.stacked_einsum("...ij,...ij->...j", ew.conj(v), du))
+    return [w, v], [_eigenvalue_tangents(w, p), ew.sub(du, ew.mul(v, _as_row(along)))]
+
+
+def _eigvals_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    # The eigenvalues come from eig here, so that they are in the order of the
+    # eigenvectors their derivative needs.
+    (a,), (da,) = primals, tangents
+    w, _, p = _eig_tangent_parts(a, da)
+    return w, _eigenvalue_tangents(w, p)
+
+
+def _eigenvalue_tangents(w: Any, p: Any) -> Any:
+    """dw = diag(P), nan for an eigenvalue that is repeated exactly: there a general
+    matrix's eigenvalues have no derivative (at a defective matrix they move as a
+    square root), and diag(P) would be a meaningless finite number. (A Hermitian
+    matrix's eigenvalues have one-sided derivatives there, which eigh keeps.)"""
+    if get_aval(w).shape[-1] < 2:
+        return _diagonal(p)
+    same = ew.convert_element_type(ew.eq(_as_row(w), _as_column(w)), new_dtype=np.dtype(np.int64))
+    copies = red.reduce_sum(same, axes=(get_aval(w).ndim - 1,))  # of each eigenvalue, itself included
+    real = np.finfo(get_aval(p).dtype).dtype
+    return ew.mul(_diagonal(p), ew.where(ew.gt(copies, 1), np.array(np.nan, real), np.array(1.0, real)))
+
+
+jvp_rules[eig_p] = _eig_jvp
+jvp_rules[eigvals_p] = _eigvals_jvp
 
 
 # --- svd(a, full_matrices), svdvals(a) ---------------------------------------------------
@@ -531,11 +649,12 @@ svdvals_p = _primitive("svdvals", np.linalg.svdvals, _svdvals_aval)
 
 
 def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool) -> tuple[Any, Any]:
-    # a = U S V^T, P = U^T da V. ds = diag(P); U^T dU = F * (P S + S P^T) and
-    # V^T dV = F * (S P + P^T S) with F[i, j] = 1 / (s[j]^2 - s[i]^2); a
-    # non-square a adds the parts of dU (or dV) outside the span of U (or V).
+    # a = U S V^H, P = U^H da V. ds = Re diag(P); U^H dU = F * (P S + S P^H) + D
+    # and V^H dV = F * (S P + P^H S) with F[i, j] = 1 / (s[j]^2 - s[i]^2); for
+    # complex a, D = (P - P^H) / 2 S^-1 on the diagonal gives the phase change
+    # (put into U, as JAX does; it is 0 for real a). A non-square a adds the
+    # parts of dU (or dV) outside the span of U (or V).
     (a,), (da,) = primals, tangents
-    _real_only("svd", a)
     m, n = get_aval(a).shape[-2:]
     if full_matrices and m != n:
         raise NotImplementedError(
@@ -543,29 +662,36 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool) ->
             "extra singular vectors are not unique); use full_matrices=False"
         )
     u, s, vh = svd(a, full_matrices=full_matrices)
-    v = _mT(vh)
-    p = _mm(_mT(u), _mm(da, v))
-    ds = _diagonal(p)
+    v = _mH(vh)
+    p = _mm(_mH(u), _mm(da, v))
+    ds = _re(_diagonal(p))
     f = _inverse_gaps(ew.square(s))
     s_row = _as_row(s)  # P S scales the columns of P, S P its rows
     s_col = _as_column(s)
     p_s, s_p = ew.mul(p, s_row), ew.mul(s_col, p)
-    du = _mm(u, ew.mul(f, ew.add(p_s, _mT(p_s))))
-    dv = _mm(v, ew.mul(f, ew.add(s_p, _mT(s_p))))
+    inner_u = ew.mul(f, ew.add(p_s, _mH(p_s)))
+    if _is_complex(a):
+        k = get_aval(s).shape[-1]
+        phase = ew.mul(ew.sub(p, _mH(p)), np.eye(k, dtype=get_aval(s).dtype) * 0.5)
+        inner_u = ew.add(inner_u, ew.div(phase, ew.where(ew.eq(s_row, 0.0), 1.0, s_row)))
+    du = _mm(u, inner_u)
+    dv = _mm(v, ew.mul(f, ew.add(s_p, _mH(s_p))))
     if m > n:
         da_v = _mm(da, v)
         du = ew.add(du, ew.div(ew.sub(da_v, _mm(u, p)), s_row))
     elif n > m:
-        da_t_u = _mm(_mT(da), u)
-        dv = ew.add(dv, ew.div(ew.sub(da_t_u, _mm(v, _mT(p))), s_row))
-    return [u, s, vh], [du, ds, _mT(dv)]
+        da_h_u = _mm(_mH(da), u)
+        dv = ew.add(dv, ew.div(ew.sub(da_h_u, _mm(v, _mH(p))), s_row))
+    return [u, s, vh], [du, ds, _mH(dv)]
 
 
 def _svdvals_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
     (a,), (da,) = primals, tangents
-    _real_only("svdvals", a)
     u, s, vh = svd(a, full_matrices=False)
-    return s, linalg.stacked_einsum("...ij,...ik,...jk->...j", u, da, vh)  # ds = diag(U^T da V)
+    if _is_complex(a):
+        u, vh = ew.conj(u), ew.conj(vh)
+    ds = linalg.stacked_einsum("...ij,...ik,...jk->...j", u, da, vh)
+    return s, _re(ds)  # ds = Re diag(U^H da V)
 
 
 jvp_rules[svd_p] = _svd_jvp
@@ -584,5 +710,7 @@ cholesky: Callable[..., Any] = cholesky_p.bind
 qr: Callable[..., Any] = qr_p.bind
 eigh: Callable[..., Any] = eigh_p.bind
 eigvalsh: Callable[..., Any] = eigvalsh_p.bind
+eig: Callable[..., Any] = eig_p.bind
+eigvals: Callable[..., Any] = eigvals_p.bind
 svd: Callable[..., Any] = svd_p.bind
 svdvals: Callable[..., Any] = svdvals_p.bind

@@ -1,12 +1,14 @@
-"""solve, inv, pinv, det, slogdet, cholesky, qr, eigh, eigvalsh, svd, svdvals
-and what is composed from them (lstsq, matrix_power, multi_dot, matrix_rank,
-cond): values equal NumPy's, on single matrices and stacks; derivatives
-checked to second order in both modes on well-conditioned matrices (distinct
-eigenvalues and singular values); NumPy's errors on misuse.
+"""solve, inv, pinv, det, slogdet, cholesky, qr, eigh, eigvalsh, eig, eigvals,
+svd, svdvals and what is composed from them (lstsq, matrix_power, multi_dot,
+matrix_rank, cond, tensorsolve, tensorinv): values equal NumPy's, on single
+matrices and stacks, real and complex; derivatives checked to second order in
+both modes on well-conditioned matrices (distinct eigenvalues and singular
+values); NumPy's errors on misuse.
 
-Eigenvectors and singular vectors are determined up to sign, so their
-derivatives are checked through sign-invariant products (each column times
-its own first element)."""
+Eigenvectors and singular vectors are determined up to sign (a phase, for
+complex ones), so their derivatives are checked through phase-invariant
+products: each column times the conjugate of its own first element, |v|^2,
+projectors v v^H, U diag(s) V^H."""
 
 import numpy as np
 import pytest
@@ -22,7 +24,10 @@ from tests.strategies import seeds
 
 LA = fnp.linalg
 
-PRIMITIVES = {"solve", "inv", "adjugate", "pinv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"}
+PRIMITIVES = {
+    "solve", "inv", "adjugate", "pinv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd",
+    "svdvals",
+}
 
 _I3 = np.eye(3)
 
@@ -47,6 +52,15 @@ BATCH_CASES = {  # inputs from (-0.8, 0.8) plus 3 I: diagonally dominant, well-c
     "eigvalsh": (lambda a: LA.eigvalsh(a, UPLO="U"), [(3, 3)], "unit"),
     "svd": (lambda a: (lambda u, s, vh: u @ vh)(*LA.svd(a + 2 * np.eye(3, 2), full_matrices=False)), [(3, 2)], "unit"),
     "svdvals": (LA.svdvals, [(2, 3)], "unit"),
+    # eig and eigvals are complex under vmap (the values are not known there), so these
+    # call the primitives, complex with or without a transform
+    "eig": (lambda a: (lambda w, v: v * w[..., None, :])(*dec.eig(a + np.diag([0.0, 5, 10]))), [(3, 3)], "unit"),
+    "eigvals": (lambda a: dec.eigvals(a + np.diag([0.0, 5, 10])), [(2, 3, 3)], "unit"),
+    "eig_abs_eigenvalues": (lambda a: abs(LA.eig(a).eigenvalues), [(3, 3)], "unit"),
+    "eigvalsh_complex": (lambda x, y: LA.eigvalsh(x + 1j * y), [(3, 3), (3, 3)], "unit"),
+    "svdvals_complex": (lambda x, y: LA.svdvals(x + 1j * y), [(3, 2), (3, 2)], "unit"),
+    "tensorsolve": (lambda a, b: LA.tensorsolve(a + 3 * np.eye(4).reshape(4, 2, 2), b), [(4, 2, 2), (4,)], "unit"),
+    "tensorinv": (lambda a: LA.tensorinv(a + 3 * np.eye(4).reshape(2, 2, 4), ind=2), [(2, 2, 4)], "unit"),
 }
 
 
@@ -118,9 +132,62 @@ def rhs(shape, seed):
 
 
 def sign_free(vectors, axis):
-    """Each singular/eigen-vector times its own first element: independent of its sign."""
+    """Each singular/eigen-vector times the conjugate of its own first element:
+    independent of its sign (or phase)."""
     first = vectors[..., :1, :] if axis == -2 else vectors[..., :, :1]
-    return vectors * first
+    return vectors * (fnp.conj(first) if np.iscomplexobj(vectors) else first)
+
+
+def complex_like(f, shape, seed, **kwargs):
+    """f's matrices for real and imaginary parts: complex matrices of the same kind
+    (well-conditioned; for symmetric `f` the sum is not Hermitian, see `hermitian`)."""
+    return f(shape, seed, **kwargs) + 1j * f(shape, seed + 1, **kwargs)
+
+
+def hermitian(shape, seed, low=-3.0, high=3.0):
+    """Complex Hermitian matrices with distinct eigenvalues in [low, high]."""
+    rng = np.random.default_rng(seed)
+    *stack, n, _ = shape
+    out = np.empty(shape, complex)
+    for idx in np.ndindex(*stack):
+        q = np.linalg.qr(rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))[0]
+        a = (q * _spectrum(n, rng, low, high)) @ q.conj().T
+        out[idx] = (a + a.conj().T) / 2
+    return out
+
+
+def general(shape, seed, complex_=False):
+    """Square matrices with well-separated eigenvalues and well-conditioned
+    eigenvectors, V diag(w) V^-1: for real ones some eigenvalues come in complex
+    conjugate pairs (2x2 blocks [[r, s], [-s, r]]), others are real."""
+    rng = np.random.default_rng(seed)
+    *stack, n, _ = shape
+    out = np.empty(shape, complex if complex_ else float)
+    for idx in np.ndindex(*stack):
+        values = _spectrum(n, rng, -3.0, 3.0)
+        if complex_:
+            d = np.diag(values + 1j * rng.uniform(-1, 1, n))
+            q = np.linalg.qr(rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))[0]
+        else:
+            d = np.zeros((n, n))
+            i = 0
+            while i < n:
+                if i + 1 < n and rng.random() < 0.6:
+                    r, s = (values[i] + values[i + 1]) / 2, 0.6 + rng.random()
+                    d[i:i + 2, i:i + 2] = [[r, s], [-s, r]]
+                    i += 2
+                else:
+                    d[i, i] = values[i]
+                    i += 1
+            q = _orthogonal(n, rng)
+        q = q @ (np.eye(n) + 0.2 * rng.uniform(-1, 1, (n, n)))
+        out[idx] = q @ d @ np.linalg.inv(q)
+    return out
+
+
+def projectors(v):
+    """v_k v_k^H for each unit-norm column v_k: independent of its phase."""
+    return fnp.einsum("...ik,...jk->...kij", v, fnp.conj(v))
 
 
 sizes = st.integers(1, 4)
@@ -333,6 +400,156 @@ def test_eigh_of_a_symmetric_function_and_its_jaxpr():
     assert "b:f64[3] c:f64[3,3] = eigh[UPLO=L] a" in text
 
 
+@pytest.mark.parametrize("UPLO", ["L", "U"])
+@given(n=sizes, stack=stacks, seed=seeds)
+def test_eigh_of_complex_hermitian_matrices(UPLO, n, stack, seed):
+    a = hermitian(stack + (n, n), seed)
+    w, v = traced(lambda a: LA.eigh(a, UPLO))(a)
+    expected = np.linalg.eigh(a, UPLO)
+    np.testing.assert_allclose(w, expected.eigenvalues, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(v, expected.eigenvectors, rtol=1e-12, atol=1e-13)
+    assert w.dtype == np.float64 and v.dtype == np.complex128
+    invariant = lambda a: (lambda w, v: (w, sign_free(v, -2), abs(v) ** 2, projectors(v)))(*LA.eigh(a, UPLO))
+    check_grads(invariant, (a,), order=2)
+    check_grads(lambda a: LA.eigvalsh(a, UPLO), (a,), order=2)
+    for got, want in zip(fgrad.jit(invariant)(a), invariant(a)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_complex_eigh_is_differentiated_as_a_function_of_the_triangle_and_real_diagonal():
+    a = hermitian((3, 3), 0)
+    c = rhs((3,), 0)
+    not_hermitian = a + np.triu(rhs((3, 3), 1) + 1j * rhs((3, 3), 2), 1) + 1j * np.diag([1.0, 2.0, 3.0])
+    for f in (lambda a: fnp.sum(LA.eigvalsh(a) * c), lambda a: fnp.sum(LA.eigh(a).eigenvalues * c)):
+        np.testing.assert_allclose(f(not_hermitian), f(a), rtol=1e-12)  # NumPy reads the lower triangle only
+        g = fgrad.grad(f)(not_hermitian)
+        assert np.all(np.triu(g, 1) == 0) and np.all(np.diag(g).imag == 0)
+        np.testing.assert_allclose(g, fgrad.grad(f)(a), rtol=1e-10, atol=1e-12)
+        check_grads(f, (not_hermitian,), order=2)  # random complex directions, in every entry
+    w, v = np.linalg.eigh(a)
+    dw = fgrad.jvp(LA.eigvalsh, (a,), (np.tril(a),))[1]  # the lower triangle with the diagonal: a again
+    np.testing.assert_allclose(dw, w, rtol=1e-10)
+
+
+def test_complex_eigh_in_single_precision():
+    a = hermitian((2, 3, 3), 3).astype(np.complex64)
+    w, v = traced(LA.eigh)(a)
+    assert w.dtype == np.float32 and v.dtype == np.complex64
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=1e-5, atol=1e-5)
+    check_grads(LA.eigvalsh, (a,), order=1)  # single precision: finite differences allow one order
+    check_grads(lambda a: projectors(LA.eigh(a).eigenvectors), (a,), order=1)
+
+
+# --- eig, eigvals ----------------------------------------------------------------------------
+
+EIG_SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (2, 3, 3), (2, 1, 2, 2)]
+
+
+def _eig_invariants(a):
+    w, v = LA.eig(a)
+    return w, fnp.real(w), fnp.imag(w), abs(v) ** 2, projectors(v), sign_free(v, -2)
+
+
+@pytest.mark.parametrize("shape", EIG_SHAPES, ids=str)
+@given(seed=seeds, complex_=st.booleans())
+def test_eig(shape, seed, complex_):
+    a = general(shape, seed, complex_)
+    expected = np.linalg.eig(a)
+    w, v = traced(LA.eig)(a)  # staged: complex, as the values are not known
+    np.testing.assert_allclose(w, expected.eigenvalues, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(v, expected.eigenvectors, rtol=1e-12, atol=1e-12)
+    assert w.dtype == v.dtype == np.complex128
+    np.testing.assert_allclose(traced(LA.eigvals)(a), np.linalg.eigvals(a), rtol=1e-12, atol=1e-12)
+    # under grad and jvp the values are known: NumPy's dtypes, real where NumPy's are
+    (w, v), _ = fgrad.jvp(LA.eig, (a,), (a,))
+    assert w.dtype == expected.eigenvalues.dtype and v.dtype == expected.eigenvectors.dtype
+    assert fgrad.jvp(LA.eigvals, (a,), (a,))[0].dtype == np.linalg.eigvals(a).dtype
+    check_grads(_eig_invariants, (a,), order=2)
+    check_grads(LA.eigvals, (a,), order=2)
+
+
+def test_eig_results_are_real_where_numpy_s_are():
+    real_spectrum = np.array([[2.0, 1.0], [0.5, -1.0]])
+    rotation = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    mixed = np.stack([real_spectrum, rotation])  # NumPy decides for the whole stack
+    for a in (real_spectrum, rotation, mixed, np.ones((0, 0)), np.array([[2, 1], [1, 2]])):
+        expected = np.linalg.eig(a)
+        for f in (LA.eig, lambda a: fgrad.jvp(LA.eig, (a.astype(float),), (np.ones(a.shape),))[0]):
+            w, v = f(a)
+            assert w.dtype == expected.eigenvalues.dtype and v.dtype == expected.eigenvectors.dtype
+            np.testing.assert_allclose(w, expected.eigenvalues, atol=1e-14)
+        g = fgrad.grad(lambda a: fnp.sum(LA.eigvals(a) ** 2).real)(a.astype(float))
+        np.testing.assert_allclose(g, 2 * np.swapaxes(a, -1, -2), atol=1e-12)  # sum w^2 = trace(a^2)
+    # real eigenvalues: the real results are differentiated too (they stay real nearby)
+    check_grads(lambda a: (lambda w, v: (w, v * v[:1]))(*LA.eig(a)), (real_spectrum,), order=2)
+    for transform in (fgrad.jit, fgrad.vmap):  # values not known: complex, as JAX's
+        w, v = transform(LA.eig)(real_spectrum if transform is fgrad.jit else real_spectrum[None])
+        assert w.dtype == v.dtype == np.complex128
+        np.testing.assert_allclose(np.squeeze(w), np.linalg.eig(real_spectrum).eigenvalues)
+
+
+def test_eig_in_single_precision_and_of_integers():
+    a = general((2, 3, 3), 7).astype(np.float32)
+    w, v = traced(LA.eig)(a)
+    assert w.dtype == v.dtype == np.complex64
+    np.testing.assert_allclose(w, np.linalg.eig(a).eigenvalues, rtol=1e-5, atol=1e-5)
+    check_grads(LA.eigvals, (a,), order=1)  # single precision: finite differences allow one order
+    check_grads(lambda a: abs(LA.eig(a).eigenvectors) ** 2, (a,), order=1)
+    c = general((3, 3), 8, complex_=True).astype(np.complex64)
+    assert traced(LA.eigvals)(c).dtype == np.complex64 == np.linalg.eigvals(c).dtype
+    check_grads(LA.eigvals, (c,), order=1)
+    ints = np.array([[1, 2], [3, 4]])
+    assert traced(LA.eigvals)(ints).dtype == np.complex128
+    assert fgrad.jvp(LA.eigvals, (ints.astype(float),), (ints.astype(float),))[0].dtype == np.float64
+
+
+def test_eig_derivative_of_the_reconstruction_and_of_the_eigenvalues():
+    a = general((3, 3), 1)
+    rebuilt = lambda a: (lambda w, v: (v * w[..., None, :]) @ fnp.linalg.inv(v))(*LA.eig(a))
+    parts = lambda a: fnp.stack([fnp.real(rebuilt(a)), fnp.imag(rebuilt(a))])
+    identity = np.stack([np.eye(9).reshape(3, 3, 3, 3), np.zeros((3, 3, 3, 3))])
+    np.testing.assert_allclose(fgrad.jacrev(parts)(a), identity, atol=1e-10)
+    np.testing.assert_allclose(fgrad.jacfwd(parts)(a), identity, atol=1e-10)
+    w, v = np.linalg.eig(a)
+    left = np.linalg.inv(v)  # dw_k = (V^-1)_k da v_k
+    t = rhs((3, 3), 0)
+    np.testing.assert_allclose(fgrad.jvp(LA.eigvals, (a,), (t,))[1], np.einsum("ki,ij,jk->k", left, t, v))
+    unit = fgrad.jvp(lambda a: fnp.sum(abs(LA.eig(a).eigenvectors) ** 2, axis=0), (a,), (t,))[1]
+    np.testing.assert_allclose(unit, 0, atol=1e-12)  # the columns keep unit norm
+
+
+def test_eig_at_repeated_eigenvalues_has_no_derivative():
+    # As eigh's (and JAX's), the eigenvectors' derivative is inf or nan at repeated
+    # eigenvalues. eig's eigenvalues have none either (at a defective matrix they move
+    # as a square root): nan for each exactly repeated one, where diag(V^-1 da V)
+    # would be a meaningless number (5e291 for the Jordan block below).
+    t = rhs((3, 3), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_dot, v_dot = fgrad.jvp(LA.eig, (np.diag([1.0, 2.0, 1.0]),), (t,))[1]
+        assert np.all(np.isnan(w_dot[[0, 2]])) and np.isclose(w_dot[1], t[1, 1]) and not np.all(np.isfinite(v_dot))
+        w_dot = fgrad.jvp(LA.eigvals, (np.array([[0.0, 1.0], [0.0, 0.0]]),), (t[:2, :2],))[1]
+        assert np.all(np.isnan(w_dot))
+        g = fgrad.grad(lambda a: fnp.sum(LA.eigvals(a)).real)(np.eye(2))
+        assert np.all(np.isnan(g))
+        w_dot, v_dot = fgrad.jvp(LA.eigh, (np.eye(3),), (t + t.T,))[1]
+    assert np.all(np.isfinite(w_dot)) and not np.all(np.isfinite(v_dot))
+
+
+def test_eig_under_vmap_and_jit_and_numpy_dispatch():
+    a = general((3, 3, 3), 2)
+    w, v = fgrad.vmap(LA.eig)(a)
+    for i in range(3):
+        expected = np.linalg.eig(a[i])
+        np.testing.assert_allclose(w[i], expected.eigenvalues, rtol=1e-12)
+        np.testing.assert_allclose(v[i], expected.eigenvectors, rtol=1e-12, atol=1e-13)
+    jitted = fgrad.jit(_eig_invariants)
+    for got, want in zip(jitted(a), _eig_invariants(a)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    g = fgrad.grad(lambda a: np.linalg.eigvals(a).real.sum() + np.linalg.eig(a)[0].imag.sum())(a)
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(3), a.shape), atol=1e-12)  # d trace = I
+    assert type(fgrad.vmap(LA.eig)(a)).__name__ == "EigResult"
+
+
 # --- svd, svdvals ---------------------------------------------------------------------------
 
 SVD_SHAPES = [(3, 2), (2, 3), (3, 3), (1, 1), (4, 1), (2, 3, 2), (2, 2, 4)]
@@ -365,9 +582,75 @@ def test_svd_hermitian_and_reconstruction():
     u, s, vh = traced(lambda a: LA.svd(a, hermitian=True))(a)
     np.testing.assert_allclose((u * s) @ vh, a, atol=1e-12)
     np.testing.assert_allclose(s, np.linalg.svd(a, hermitian=True).S, rtol=1e-12)
+    # NumPy's hermitian=True: eigh of the lower triangle, |w| descending, its own signs
+    upper = np.triu(rhs((3, 3), 0), 1)
+    for x in (symmetric((3, 3), 0), symmetric((2, 4, 4), 1) + np.triu(rhs((4, 4), 1), 1), hermitian((3, 3), 2),
+              hermitian((2, 3, 3), 3) + 1j * np.diag([1.0, 2.0, 3.0]) + upper):
+        for kwargs in ({}, {"compute_uv": False}):
+            f = lambda x, kwargs=kwargs: LA.svd(x, hermitian=True, **kwargs)
+            expected = np.linalg.svd(x, hermitian=True, **kwargs)
+            outs, wants = traced(f)(x), expected
+            if kwargs:  # S alone
+                outs, wants = [outs], [wants]
+            for got, want in zip(outs, wants):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+                assert got.dtype == want.dtype
+        check_grads(lambda x: LA.svd(x, compute_uv=False, hermitian=True), (x,), order=2)
+        check_grads(lambda x: (lambda u, s, vh: ((u * s[..., None, :]) @ vh, abs(u) ** 2))(*LA.svd(x, hermitian=True)),
+                    (x,), order=2)
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        fgrad.make_jaxpr(lambda a: LA.svd(a, hermitian=True))(np.ones((2, 3)))
     rebuilt = lambda a: (lambda u, s, vh: (u * s[..., None, :]) @ vh)(*LA.svd(a, full_matrices=False))
     x = with_singular_values((3, 2), 3)
     np.testing.assert_allclose(fgrad.jacrev(rebuilt)(x), fgrad.jacrev(lambda x: x)(x), atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", SVD_SHAPES, ids=str)
+@given(seed=seeds)
+def test_svd_of_complex_matrices(shape, seed):
+    a = complex_like(with_singular_values, shape, seed)
+    expected = np.linalg.svd(a, full_matrices=False)
+    u, s, vh = traced(lambda a: LA.svd(a, full_matrices=False))(a)
+    for got, want in zip((u, s, vh), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    assert u.dtype == vh.dtype == np.complex128 and s.dtype == np.float64
+    np.testing.assert_allclose(traced(LA.svdvals)(a), expected.S, rtol=1e-12)
+
+    def invariant(a):  # the phases of u_k and v_k are one: these do not depend on it
+        u, s, vh = LA.svd(a, full_matrices=False)
+        return s, (u * s[..., None, :]) @ vh, abs(u) ** 2, abs(vh) ** 2, projectors(u), sign_free(vh, -1)
+
+    check_grads(invariant, (a,), order=2)
+    check_grads(LA.svdvals, (a,), order=2)
+    for got, want in zip(fgrad.jit(invariant)(a), invariant(a)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_complex_svd_phase_term_and_single_precision():
+    # For complex a, U^H dU gets an imaginary diagonal (P - P^H) / 2 S^-1 beside the
+    # real-case terms: without it U diag(s) V^H would not have the derivative of a.
+    a = complex_like(with_singular_values, (3, 3), 5)
+    rebuilt = lambda a: (lambda u, s, vh: (u * s[..., None, :]) @ vh)(*LA.svd(a))
+    t = rhs((3, 3), 0) + 1j * rhs((3, 3), 1)
+    np.testing.assert_allclose(fgrad.jvp(rebuilt, (a,), (t,))[1], t, atol=1e-12)
+    a32 = complex_like(with_singular_values, (2, 3, 2), 6).astype(np.complex64)
+    u, s, vh = traced(lambda a: LA.svd(a, full_matrices=False))(a32)
+    assert u.dtype == np.complex64 and s.dtype == np.float32
+    np.testing.assert_allclose(s, np.linalg.svdvals(a32), rtol=1e-5)
+    check_grads(LA.svdvals, (a32,), order=1)  # single precision: finite differences allow one order
+    check_grads(lambda a: projectors(LA.svd(a, full_matrices=False).U), (a32,), order=1)
+
+
+@pytest.mark.parametrize("ord", ["nuc", 2, -2, "fro"], ids=str)
+@given(seed=seeds, shape=st.sampled_from([(3, 2), (2, 3), (3, 3), (2, 2, 3)]))
+def test_spectral_and_nuclear_norms_of_complex_matrices(ord, seed, shape):
+    a = complex_like(with_singular_values, shape, seed)
+    f = lambda a: LA.norm(a, ord, axis=(-2, -1))
+    np.testing.assert_allclose(traced(f)(a), np.linalg.norm(a, ord, axis=(-2, -1)), rtol=1e-12)
+    np.testing.assert_allclose(traced(lambda a: LA.matrix_norm(a, ord=ord))(a), np.linalg.matrix_norm(a, ord=ord))
+    check_grads(f, (a,), order=2)
+    if shape[-1] == shape[-2]:
+        check_grads(LA.cond, (a,), order=2)
 
 
 # --- pinv, lstsq ------------------------------------------------------------------------------
@@ -471,6 +754,82 @@ def test_multi_dot(dims, seed, data):
     check_grads(f, arrays, order=2)
 
 
+TENSORSOLVE_CASES = [  # a's shape, b's shape, axes
+    ((6, 2, 3), (6,), None),
+    ((2, 3, 6), (2, 3), None),
+    ((2, 3, 2, 3), (2, 3), None),
+    ((2, 3, 4, 2, 3, 4), (2, 3, 4), None),
+    ((2, 6, 3), (6,), (0,)),
+    ((3, 2, 6), (6,), (0, 1)),
+    ((4, 4), (4,), None),
+    ((1, 1), (1,), None),
+]
+
+
+@pytest.mark.parametrize("a_shape, b_shape, axes", TENSORSOLVE_CASES, ids=str)
+@given(seed=seeds)
+def test_tensorsolve(a_shape, b_shape, axes, seed):
+    n = int(np.prod(b_shape))
+    square = with_singular_values((n, n), seed)
+    order = [i for i in range(len(a_shape)) if i not in (axes or ())] + list(axes or ())
+    a = square.reshape(tuple(a_shape[i] for i in order)).transpose(np.argsort(order))  # as a_shape
+    b = rhs(b_shape, seed)
+    f = lambda a, b: LA.tensorsolve(a, b, axes)
+    expected = np.linalg.tensorsolve(a, b, axes)
+    out = traced(f)(a, b)
+    np.testing.assert_allclose(out, expected, rtol=1e-11, atol=1e-12)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    np.testing.assert_allclose(fgrad.jit(f)(a, b), expected, rtol=1e-11, atol=1e-12)
+    check_grads(f, (a, b), order=2)
+
+
+TENSORINV_CASES = [((4, 2, 2), 1), ((2, 2, 4), 2), ((2, 3, 6), 2), ((2, 2, 2, 8), 3), ((3, 3), 1), ((2, 3, 2, 3), 2)]
+
+
+@pytest.mark.parametrize("shape, ind", TENSORINV_CASES, ids=str)
+@given(seed=seeds, complex_=st.booleans())
+def test_tensorinv(shape, ind, seed, complex_):
+    n = int(np.prod(shape[ind:]))
+    a = (complex_like(with_singular_values, (n, n), seed) if complex_ else with_singular_values((n, n), seed))
+    a = a.reshape(shape)
+    f = lambda a: LA.tensorinv(a, ind)
+    expected = np.linalg.tensorinv(a, ind)
+    out = traced(f)(a)
+    np.testing.assert_allclose(out, expected, rtol=1e-11, atol=1e-12)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    np.testing.assert_allclose(fgrad.jit(f)(a), expected, rtol=1e-11, atol=1e-12)
+    check_grads(f, (a,), order=2)
+
+
+def test_tensorsolve_and_tensorinv_dtypes_vmap_and_errors():
+    a = np.eye(6).reshape(6, 2, 3) * 2
+    ints = np.eye(4, dtype=int).reshape(2, 2, 2, 2)
+    for f, args in [(LA.tensorsolve, (a.astype(np.float32), np.ones(6, np.float32))),
+                    (LA.tensorsolve, (ints, np.ones((2, 2), int))), (LA.tensorinv, (ints,)),
+                    (LA.tensorinv, (a.astype(np.float32).reshape(2, 3, 6),))]:
+        assert traced(f)(*args).dtype == f(*args).dtype
+    stack = np.stack([a, 3 * a])
+    got = fgrad.vmap(LA.tensorsolve, in_axes=(0, None))(stack, np.arange(6.0))
+    np.testing.assert_allclose(got, [np.linalg.tensorsolve(x, np.arange(6.0)) for x in stack])
+    got = fgrad.vmap(lambda a: LA.tensorinv(a, ind=1))(stack)
+    np.testing.assert_allclose(got, [np.linalg.tensorinv(x, ind=1) for x in stack])
+    jaxpr = fgrad.make_jaxpr
+    for run in (np.linalg.tensorsolve, jaxpr(LA.tensorsolve)):
+        with pytest.raises(np.linalg.LinAlgError, match=r"prod\(a.shape\[b.ndim:\]\) == prod\(a.shape\[:b.ndim\]\)"):
+            run(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="right-hand side has 3 elements for a matrix of size 2"):
+        jaxpr(LA.tensorsolve)(np.ones((2, 2)), np.ones(3))
+    for run in (np.linalg.tensorinv, lambda a, ind: jaxpr(lambda a: LA.tensorinv(a, ind))(a)):
+        with pytest.raises(ValueError, match="Invalid ind argument"):
+            run(np.ones((2, 2)), 0)
+        with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+            run(np.ones((2, 3)), 1)
+    with pytest.raises(ValueError, match=r"cannot reshape an array of shape \(2, 0\) into a matrix of 0 rows"):
+        jaxpr(lambda a: LA.tensorinv(a, 1))(np.ones((2, 0)))
+    with pytest.raises(ValueError):
+        np.linalg.tensorinv(np.ones((2, 0)), 1)  # NumPy: a ValueError too
+
+
 def test_matrix_rank_and_cond():
     a = with_singular_values((2, 3, 3), 5)
     deficient = np.outer([1.0, 2.0], [3.0, 4.0])
@@ -482,6 +841,39 @@ def test_matrix_rank_and_cond():
         np.testing.assert_allclose(traced(lambda a, p=p: LA.cond(a, p))(a), np.linalg.cond(a, p), rtol=1e-11)
     check_grads(LA.cond, (a,), order=2)
     check_grads(lambda a: LA.cond(a, "fro"), (a,), order=2)
+
+
+def test_matrix_rank_like_numpy():
+    a = with_singular_values((2, 3, 3), 5)
+    lower_only = np.array([[0.0, 0.0], [1.0, 0.0]])  # hermitian=True reads [[0, 1], [1, 0]]: rank 2
+    cases = [
+        (a, {}), (a, {"hermitian": True}), (spd((2, 3, 3), 1), {"hermitian": True}),
+        (lower_only, {}), (lower_only, {"hermitian": True}),
+        (a, {"tol": np.array([0.5, 10.0])}), (a, {"rtol": np.array([0.1, 0.9])}), (a, {"tol": 2.0}),
+        (complex_like(with_singular_values, (3, 2), 1), {}), (hermitian((3, 3), 2), {"hermitian": True}),
+        (a.astype(np.float32), {}), (np.ones((2, 0)), {}), (np.ones((3, 2, 0)), {"tol": 1.0}),
+        (np.zeros(0), {}), (np.array(3.0), {}), (np.array(0.0), {}), (np.array([0, 1]), {}),
+    ]
+    for x, kwargs in cases:
+        expected = np.linalg.matrix_rank(x, **kwargs)
+        got = traced(lambda x: LA.matrix_rank(x, **kwargs))(x)
+        np.testing.assert_array_equal(got, expected)
+        assert np.shape(got) == np.shape(expected) and np.asarray(got).dtype == np.int64
+    with pytest.raises(ValueError, match="can't be both set"):
+        fgrad.make_jaxpr(lambda x: LA.matrix_rank(x, tol=1.0, rtol=1.0))(a)
+    assert fgrad.grad(lambda x: fnp.sum(x) * LA.matrix_rank(x))(a[0]).tolist() == np.full((3, 3), 3.0).tolist()
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"], ids=str)
+def test_cond_of_complex_single_precision_and_stacked_matrices(p):
+    a = with_singular_values((2, 3, 3), 5)
+    for x, tol in [(a, 1e-11), (complex_like(with_singular_values, (2, 3, 3), 6), 1e-11),
+                   (a.astype(np.float32), 1e-5), (complex_like(with_singular_values, (3, 3), 7).astype(np.complex64), 1e-5)]:
+        expected = np.linalg.cond(x, p)
+        got = traced(lambda x: LA.cond(x, p))(x)
+        np.testing.assert_allclose(got, expected, rtol=tol)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+    check_grads(lambda x: LA.cond(x, p), (complex_like(with_singular_values, (3, 3), 8),), order=1)
 
 
 @pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"], ids=str)
@@ -524,11 +916,16 @@ def test_dtypes_follow_numpy():
 
 def test_decomposition_errors():
     jaxpr = fgrad.make_jaxpr
-    for f in (LA.inv, LA.det, LA.slogdet, LA.cholesky, LA.eigh, LA.eigvalsh):
-        with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):
-            jaxpr(f)(np.ones(3))
-        with pytest.raises(np.linalg.LinAlgError, match="must be square"):
-            jaxpr(f)(np.ones((2, 3)))
+    for f in (LA.inv, LA.det, LA.slogdet, LA.cholesky, LA.eigh, LA.eigvalsh, LA.eig, LA.eigvals):
+        for run in (f, jaxpr(f)):  # NumPy's errors, eagerly and traced
+            with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):
+                run(np.ones(3))
+            with pytest.raises(np.linalg.LinAlgError, match="0-dimensional array given"):
+                run(np.array(1.0))
+            with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+                run(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="float16 is unsupported in linalg"):
+        jaxpr(LA.eig)(np.eye(2, dtype=np.float16))
     for f in (LA.svd, LA.qr, LA.pinv, LA.svdvals):
         with pytest.raises(np.linalg.LinAlgError, match="at least two-dimensional"):
             jaxpr(f)(np.ones(3))
@@ -566,9 +963,13 @@ def test_decomposition_errors():
         jaxpr(lambda a: LA.pinv(a, rcond=0.1, rtol=0.1))(np.eye(2))
 
 
-def test_complex_matrices_have_values_but_no_derivative_yet():
+def test_complex_matrices_have_values_but_some_no_derivative_yet():
     a = np.array([[2.0, 1j], [-1j, 3.0]])
     np.testing.assert_allclose(traced(LA.eigvalsh)(a), np.linalg.eigvalsh(a))
     np.testing.assert_allclose(traced(LA.inv)(a), np.linalg.inv(a))
-    with pytest.raises(NotImplementedError, match="derivative of eigvalsh of complex matrices"):
-        fgrad.jvp(LA.eigvalsh, (a,), (a,))
+    check_grads(LA.eigvalsh, (a,), order=2)
+    for name, f in [("cholesky", LA.cholesky), ("qr", lambda a: LA.qr(a).R), ("pinv", LA.pinv),
+                    ("slogdet", lambda a: LA.slogdet(a).logabsdet)]:
+        np.testing.assert_allclose(traced(f)(a), f(a), atol=1e-15)
+        with pytest.raises(NotImplementedError, match=f"derivative of {name} of complex matrices"):
+            fgrad.jvp(f, (a,), (a,))
