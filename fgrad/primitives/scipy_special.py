@@ -9,20 +9,25 @@ Each implementation calls the scipy.special function of the same name, looked
 up at run time (never at import time: `import fgrad` does not import SciPy; a
 call without SciPy raises ImportError naming the extra). Result dtypes are
 therefore SciPy's, and the abstract value of each is found by calling SciPy on
-empty arrays of the input dtypes. Complex inputs are refused, except by
+empty arrays of the input dtypes (and Python scalars for weakly typed inputs,
+which SciPy types by its own rules). Complex inputs are refused, except by
 erf_complex and erfc_complex.
 
 The derivatives are fgrad's, factors written with fgrad's primitives, so every
-order is available: gamma' = gamma digamma, beta and betaln through digamma,
-betainc, gammainc and gammaincc in x in closed form, erfcinv' = -sqrt(pi)/2
-exp(erfcinv**2), ndtri' = sqrt(2 pi) exp(ndtri**2 / 2), log_ndtr' =
-exp(log_pdf - log_ndtr), i0' = i1, j0' = -j1, y0' = -y1, i1' = i0 - i1/x,
-j1' = j0 - j1/x, y1' = y0 - y1/x, where i1/x and j1/x are `bessel_over_power`,
-x**-n I_n(x) (or J_n), finite at 0, with the derivative x times the next
-order's. A derivative fgrad has no rule for (betainc in a and b, gammainc and
-gammaincc in a, zeta in x) raises NotImplementedError naming the function and
-the argument as soon as it is asked for: never a silent zero. The NumPy-level
-functions are in fgrad.scipy.special; this module knows nothing of them.
+order is available: gamma' = gamma digamma, rgamma' = -rgamma digamma (at the
+zeros of rgamma, the derivative of its reflection formula), beta and betaln
+through digamma, betainc, gammainc and gammaincc in x in closed form (the
+densities), erfcinv' = -sqrt(pi)/2 exp(erfcinv**2), ndtri' = sqrt(2 pi)
+exp(ndtri**2 / 2), log_ndtr' = exp(log_pdf - log_ndtr) (below -20, the series
+of Mills' ratio), i0' = i1, j0' = -j1, y0' = -y1, i1' = i0 - i1/x, j1' = j0 -
+j1/x, y1' = y0 - y1/x, where i1/x and j1/x are `bessel_over_power`, x**-n I_n(x)
+(or J_n), finite at 0, with the derivative x times the next order's.
+gammainc and gammaincc in a have `gammainc_grad_a` (JAX's igamma_grad_a),
+computed by fgrad, itself differentiable in x but not in a. A derivative fgrad
+has no rule for (betainc in a and b, gammainc twice in a, zeta in x) raises
+NotImplementedError naming the function and the argument as soon as it is
+asked for: never a silent zero. The NumPy-level functions are in
+fgrad.scipy.special; this module knows nothing of them.
 """
 
 from __future__ import annotations
@@ -34,13 +39,14 @@ from typing import Any
 import numpy as np
 
 from ..core.optional import require
+from ..core.trace import Primitive
 from . import elementwise as ew
 from . import special as sp
 
 __all__ = [
-    "gamma", "rgamma", "gammasgn", "beta", "betaln", "betainc", "gammainc", "gammaincc", "erfcinv",
-    "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1", "bessel_over_power", "zeta",
-    "riemann_zeta", "rel_entr", "kl_div", "erf_complex", "erfc_complex",
+    "gamma", "rgamma", "gammasgn", "beta", "betaln", "betainc", "gammainc", "gammaincc", "gammainc_grad_a",
+    "erfcinv", "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1", "bessel_over_power",
+    "zeta", "riemann_zeta", "rel_entr", "kl_div", "erf_complex", "erfc_complex",
 ]
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -85,17 +91,20 @@ def _scipy_impl(name: str, complex_input: bool = False) -> Callable[..., Any]:
     return impl
 
 
-def _scipy_primitive(name: str, *factors: ew.Factor, complex_input: bool = False) -> Any:
-    return ew.elementwise(name, _scipy_impl(name, complex_input), *factors)
+def _scipy_primitive(name: str, *factors: ew.Factor) -> Primitive:
+    """An elementwise primitive computed by scipy.special.`name`, with the derivative factors given."""
+    return ew.elementwise(name, _scipy_impl(name), *factors)
 
 
-def _no_derivative(function: str, argument: str, why: str) -> Callable[..., Any]:
-    """A factor that refuses: fgrad has no rule for the derivative of `function`
+def _no_derivative(
+    function: str, argument: str, why: str, derivative: str = "derivative"
+) -> Callable[..., Any]:
+    """A factor that refuses: fgrad has no rule for the `derivative` of `function`
     in `argument` (a zero would be a silent wrong derivative)."""
 
     def factor(ans: Any, *args: Any, **params: Any) -> Any:
         raise NotImplementedError(
-            f"fgrad.scipy.special.{function}: the derivative with respect to `{argument}` is not "
+            f"fgrad.scipy.special.{function}: the {derivative} with respect to `{argument}` is not "
             f"implemented ({why}). Differentiate with respect to the other arguments only, or pass "
             f"`{argument}` through fgrad.stop_gradient if its derivative is not needed."
         )
@@ -151,10 +160,99 @@ betainc_p = _scipy_primitive(
     "betainc", _no_derivative("betainc", "a", _NO_SHAPE_RULE), _no_derivative("betainc", "b", _NO_SHAPE_RULE),
     _betainc_factor,
 )
-gammainc_p = _scipy_primitive("gammainc", _no_derivative("gammainc", "a", _NO_SHAPE_RULE), _gammainc_factor)
+gammainc_p = _scipy_primitive("gammainc", lambda ans, a, x: gammainc_grad_a(a, x), _gammainc_factor)
 gammaincc_p = _scipy_primitive(
-    "gammaincc", _no_derivative("gammaincc", "a", _NO_SHAPE_RULE),
+    "gammaincc", lambda ans, a, x: ew.neg(gammainc_grad_a(a, x)),
     lambda ans, a, x: ew.neg(_gammainc_factor(ans, a, x)),
+)
+
+
+# --- gammainc_grad_a: d/da gammainc(a, x), fgrad's own (JAX's igamma_grad_a) ---------------
+# For x < a + 1 the series P = sum_n t_n, t_n = x**(a+n) exp(-x) / gamma(a+n+1),
+# differentiated termwise: sum_n t_n (log x - digamma(a+n+1)), terms decreasing
+# from n = 0. Beyond, Q = exp(-x) x**a / gamma(a) h, h Legendre's continued
+# fraction (modified Lentz), carried with its derivative in a (forward mode on
+# the recurrence); then dP/da = -dQ/da, accurate also where P rounds to 1.
+# Relative error, against mpmath, about 1e-16 times the size of the exponent
+# a log x - x - lgamma(a) (its rounding): 1e-14 for a, x up to 100, 5e-13 at 1000.
+# 0 at x == 0 and x == inf; nan outside a > 0, x >= 0.
+# Its derivative in x is that of the gamma density in a; in a it has none.
+
+_TINY = 1e-300
+_MAX_TERMS = 100_000
+
+
+def _gammainc_grad_a_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    log_x = np.log(x)
+    term = np.exp(a * log_x - x - sp.lgamma_p.impl(a + 1))
+    psi = sp.digamma_p.impl(a + 1)
+    total = term * (log_x - psi)
+    active = np.ones(x.shape, bool)  # each element stops at its own convergence, whatever its batch
+    for n in range(1, _MAX_TERMS):
+        term = term * x / (a + n)
+        psi = psi + 1 / (a + n)
+        step = term * (log_x - psi)
+        total = np.where(active, total + step, total)
+        active &= np.abs(step) > 1e-17 * np.abs(total)
+        if not active.any():
+            break
+    return total
+
+
+def _gammainc_grad_a_fraction(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    log_x = np.log(x)
+    b = x + 1 - a  # d b/da = -1 at every step
+    c, dc = np.full_like(x, 1 / _TINY), np.zeros_like(x)
+    d = 1 / b
+    dd = d * d
+    h, dh = d, dd
+    active = np.ones(x.shape, bool)  # each element stops at its own convergence, whatever its batch
+    for i in range(1, _MAX_TERMS):
+        an = -i * (i - a)  # d an/da = i
+        b = b + 2
+        dd = i * d + an * dd - 1
+        d = an * d + b
+        d = np.where(np.abs(d) < _TINY, _TINY, d)
+        dc = -1 + (i - an * dc / c) / c
+        c = b + an / c
+        c = np.where(np.abs(c) < _TINY, _TINY, c)
+        d = 1 / d
+        dd = -dd * d * d
+        delta, ddelta = d * c, dd * c + d * dc
+        h, dh = np.where(active, h * delta, h), np.where(active, dh * delta + h * ddelta, dh)
+        active &= (np.abs(delta - 1) > 1e-16) | (np.abs(h * ddelta) > 1e-16 * np.abs(dh))
+        if not active.any():
+            break
+    prefix = np.exp(a * log_x - x - sp.lgamma_p.impl(a))
+    return -prefix * (h * (log_x - sp.digamma_p.impl(a)) + dh)
+
+
+def _gammainc_grad_a_impl(a: Any, x: Any) -> Any:
+    _check_inputs("gammainc", (a, x), False)
+    dtype = _F32 if _dtype(a) == _F32 and _dtype(x) == _F32 else np.dtype(np.float64)  # gammainc's
+    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    out = np.full(a.shape, np.nan)
+    with np.errstate(all="ignore"):
+        valid = (a > 0) & (x >= 0) & np.isfinite(a)
+        out[valid & ((x == 0) | np.isinf(x))] = 0.0
+        live = valid & (x > 0) & np.isfinite(x)
+        series = live & (x < a + 1)
+        sp._fill(out, series, _gammainc_grad_a_series, a, x)
+        sp._fill(out, live & ~series, _gammainc_grad_a_fraction, a, x)
+    return out.astype(dtype, copy=False)[()]
+
+
+def _gammainc_grad_a_dx(ans: Any, a: Any, x: Any) -> Any:
+    # d/da of the density x**(a-1) exp(-x) / gamma(a): itself times log x - digamma(a); 0 where it is 0.
+    density = _gammainc_factor(None, a, x)
+    safe_x = ew.where(ew.eq(density, 0), 1.0, x)
+    return ew.where(ew.eq(density, 0), 0.0, ew.mul(density, ew.sub(ew.log(safe_x), sp.digamma(a))))
+
+
+gammainc_grad_a_p = ew.elementwise(
+    "gammainc_grad_a", _gammainc_grad_a_impl,
+    _no_derivative("gammainc", "a", "only its first derivative in a is", "second derivative"),
+    _gammainc_grad_a_dx,
 )
 
 
@@ -252,16 +350,9 @@ zeta_p = ew.elementwise(
 )
 
 
-def _riemann_zeta_impl(x: Any) -> Any:
-    _check_inputs("zeta", (x,), False)
-    fn = _scipy_function("zeta")
-    with np.errstate(all="ignore"):
-        return fn(x)
-
-
-# zeta(x), Riemann's, also for x < 1 (where zeta(x, 1) is nan).
+# zeta(x), Riemann's (SciPy's zeta of one argument), also for x < 1, where zeta(x, 1) is nan.
 riemann_zeta_p = ew.elementwise(
-    "riemann_zeta", _riemann_zeta_impl, _no_derivative("zeta", "x", _NO_ZETA_RULE)
+    "riemann_zeta", _scipy_impl("zeta"), _no_derivative("zeta", "x", _NO_ZETA_RULE)
 )
 
 
@@ -320,6 +411,7 @@ betaln: Callable[..., Any] = betaln_p.bind
 betainc: Callable[..., Any] = betainc_p.bind
 gammainc: Callable[..., Any] = gammainc_p.bind
 gammaincc: Callable[..., Any] = gammaincc_p.bind
+gammainc_grad_a: Callable[..., Any] = gammainc_grad_a_p.bind
 erfcinv: Callable[..., Any] = erfcinv_p.bind
 ndtri: Callable[..., Any] = ndtri_p.bind
 log_ndtr: Callable[..., Any] = log_ndtr_p.bind

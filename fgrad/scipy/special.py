@@ -10,13 +10,14 @@ beta, betaln, betainc, gammainc, gammaincc, erfcinv, ndtri, log_ndtr, i0, i0e,
 i1, i1e, j0, j1, y0, y1, zeta, rel_entr, kl_div, and erf and erfc of complex
 numbers) are primitives of `fgrad.primitives.scipy_special` whose values come
 from SciPy, an optional extra (`pip install fgrad[scipy]`): without it they
-raise ImportError. Their derivatives are fgrad's own, to every order.
+raise ImportError. Their derivatives are fgrad's own, to every order; that of
+gammainc and gammaincc in a (JAX's igamma_grad_a) is computed by fgrad itself.
 
 Names, signatures, dtypes and values at special points follow SciPy;
 derivatives at special points follow JAX, but for one choice of fgrad's: where
 x == 0 the derivative of xlogy and xlog1py in y is 0 even at their pole (y ==
 0, resp. -1), where JAX's x / y gives nan. A derivative fgrad has no rule for
-(betainc in a and b, gammainc and gammaincc in a, zeta in x) raises
+(betainc in a and b, gammainc and gammaincc twice in a, zeta in x) raises
 NotImplementedError when it is asked for.
 
 >>> import fgrad
@@ -314,7 +315,9 @@ def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
 def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """scipy.special.gammainc: the regularized lower incomplete gamma function
     P(a, x), for a > 0 and x >= 0. Differentiable in x (the gamma density,
-    x**(a-1) exp(-x) / gamma(a)); its derivative in a raises NotImplementedError.
+    x**(a-1) exp(-x) / gamma(a)) to every order, and once in a (by a series or a
+    continued fraction of fgrad's, as JAX's igamma_grad_a); its second
+    derivative in a raises NotImplementedError.
 
     >>> gammainc(1.0, 2.0)  # 1 - exp(-2)
     np.float64(0.8646647167633873)
@@ -324,8 +327,8 @@ def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """scipy.special.gammaincc: the regularized upper incomplete gamma function
-    Q(a, x) = 1 - P(a, x), accurate where P is close to 1. Differentiable in x;
-    its derivative in a raises NotImplementedError.
+    Q(a, x) = 1 - P(a, x), accurate where P is close to 1. Differentiable as
+    gammainc is (once in a).
 
     >>> gammaincc(1.0, 2.0)  # exp(-2)
     np.float64(0.1353352832366127)
