@@ -45,8 +45,7 @@ from ..primitives import elementwise as ew
 from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
-from ..transforms.partial_eval import partial_eval_jaxpr
-from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
+from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
 from ._common import (
     assign,
     avals_of,
@@ -130,18 +129,10 @@ def _split_branches(first: ClosedJaxpr, rest: tuple[ClosedJaxpr, ...], nonzeros:
     """The known and linear branches of reverse mode (cached, so that each call
     runs the same jaxprs' generated code), and which outputs have tangents."""
     branches = (first, *rest)
-    jvps, out_nonzeros = _joined_jvps(branches, nonzeros)
-    n_in, n_out = len(first.in_avals), len(first.out_avals)
-    unknowns = (False,) * n_in + (True,) * sum(nonzeros)
-    instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
-    parts = [partial_eval_jaxpr(j, unknowns, instantiate) for j in jvps]
-    if any(out_unknowns != instantiate for _, _, out_unknowns, _ in parts):
-        raise NotImplementedError(
-            "reverse-mode differentiation of a fgrad.lax.cond or switch whose index is traced (under "
-            "jit, make_jaxpr or vmap) and whose branches hold control flow, a checkpoint or a custom "
-            "rule is not supported yet. Take the gradient outside jit (grad of a jitted function "
-            "works), or move the inner control flow out of the branch."
-        )
+    out_nonzeros = tuple(any(nz) for nz in zip(*(linearize_jaxpr(b, nonzeros, False)[2] for b in branches)))
+    n_out = len(first.out_avals)
+    parts = [linearize_jaxpr(b, nonzeros, out_nonzeros) for b in branches]
+    assert all(nz == out_nonzeros for _, _, nz, _ in parts), "instantiated tangents are nonzero"
     res_avals = [known.out_avals[n_out:] for known, _, _, _ in parts]
     known_branches, linear_branches = [], []
     n_t = sum(nonzeros)

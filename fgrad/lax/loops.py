@@ -51,8 +51,7 @@ from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
-from ..transforms.partial_eval import partial_eval_jaxpr
-from ..transforms.reverse import LinearizeTrace, transpose_jaxpr
+from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
 from ._common import (
     assign,
     avals_of,
@@ -105,16 +104,22 @@ def _while_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 while_p = Primitive("while", _while_impl, _while_aval, multiple_results=True)
 
 
+def _carry_fixpoint(out_nonzeros: Callable[[list[bool]], Sequence[bool]], carry_nz: list[bool]) -> list[bool]:
+    """The carries with a tangent: a carry gets one when its update depends on
+    one that has, so grow the set until the body's outputs agree with it."""
+    while True:
+        grown = [a or b for a, b in zip(carry_nz, out_nonzeros(carry_nz))]
+        if grown == carry_nz:
+            return carry_nz
+        carry_nz = grown
+
+
 def _body_jvp(body_jaxpr: ClosedJaxpr, const_nz: list[bool], carry_nz: list[bool]
               ) -> tuple[ClosedJaxpr, list[bool]]:
-    """The body's jvp, and the carries with a tangent: a fixpoint (a carry gets
-    one when its update depends on one that has)."""
-    while True:
-        body_jvp, out_nz = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))
-        grown = [a or b for a, b in zip(carry_nz, out_nz)]
-        if grown == carry_nz:
-            return body_jvp, carry_nz
-        carry_nz = grown
+    """The body's jvp, and the carries with a tangent (a fixpoint)."""
+    carry_nz = _carry_fixpoint(
+        lambda nz: jvp_jaxpr(body_jaxpr, tuple(const_nz + nz), tuple(nz))[1], carry_nz)
+    return jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))[0], carry_nz
 
 
 def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
@@ -170,6 +175,12 @@ def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[A
 _TAPE = ShapedArray((), np.dtype(object))
 
 
+def _steps(tape: Any) -> list[Any]:
+    """The steps a tape holds. Zeros of the tape's aval, which a batched cond
+    passes to the branch it did not take, stand for a loop of no steps."""
+    return tape[()] or []
+
+
 def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
                body_nconsts: int) -> list[Any]:
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
@@ -198,7 +209,7 @@ while_tape_p = Primitive("while_tape", _tape_impl, _tape_aval, multiple_results=
 def _tangents_impl(tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
     consts, carry = list(args[:num_consts]), list(args[num_consts:])
     step = runner(linear_jaxpr)
-    for res in tape[()]:
+    for res in _steps(tape):
         carry = step(*res, *consts, *carry)
     return carry
 
@@ -217,7 +228,7 @@ def _cotangents_impl(tape: Any, *cts: Any, transposed_jaxpr: ClosedJaxpr, num_co
     step = runner(transposed_jaxpr)
     consts: list[Any] | None = None
     carry = list(cts)
-    for res in reversed(tape[()]):
+    for res in reversed(_steps(tape)):
         outs = step(*res, *carry)
         step_consts, carry = outs[:num_consts], outs[num_consts:]
         consts = step_consts if consts is None else [a + b for a, b in zip(consts, step_consts)]
@@ -296,21 +307,17 @@ def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: li
     cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
     _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
     const_nz = [t is not None for t in bct]
-    body_jvp, carry_nz = _body_jvp(body_jaxpr, const_nz, [t is not None for t in initt])
-    nb, nc, nbt, nct = len(bc), len(init), sum(const_nz), sum(carry_nz)
-    if not nct:
+    # Found by linearizing, not by _body_jvp: a custom_vjp in the body has no jvp.
+    carry_nz = _carry_fixpoint(lambda nz: linearize_jaxpr(body_jaxpr, tuple(const_nz + nz), False)[2],
+                               [t is not None for t in initt])
+    nc, nbt = len(init), sum(const_nz)
+    if not sum(carry_nz):
         outs = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
                             body_nconsts=body_nconsts)
         return outs, [None] * nc
-    unknowns = (False,) * (nb + nc) + (True,) * (nbt + nct)
-    instantiate = (False,) * nc + (True,) * nct
-    known, linear, out_unknowns, num_res = partial_eval_jaxpr(body_jvp, unknowns, instantiate)
-    if out_unknowns != instantiate:
-        raise NotImplementedError(
-            "reverse-mode differentiation of a fgrad.lax.while_loop under jit (or vmap) whose body holds "
-            "control flow, a checkpoint or a custom rule is not supported yet. Take the gradient "
-            "outside jit (grad of a jitted function works)."
-        )
+    known, linear, out_nonzeros, _ = linearize_jaxpr(body_jaxpr, tuple(const_nz) + tuple(carry_nz),
+                                                     tuple(carry_nz))
+    assert list(out_nonzeros) == list(carry_nz), "the carry's tangents are a fixpoint"
     outs = while_tape_p.bind(*cc, *bc, *init, cond_jaxpr=cond_jaxpr, known_jaxpr=known,
                              cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     carry, tape = outs[:nc], outs[nc]

@@ -39,7 +39,7 @@ from ..primitives.derivatives import zeros
 from .forward import JVPTrace, JVPTracer
 from .partial_eval import partial_eval_jaxpr
 
-__all__ = ["LinearFunction", "linearize_flat", "backward_pass", "transpose_jaxpr"]
+__all__ = ["LinearFunction", "linearize_flat", "linearize_jaxpr", "backward_pass", "transpose_jaxpr"]
 
 
 class LinearFunction:
@@ -191,6 +191,63 @@ def linearize_flat(
         const_of = dict(zip(closed.jaxpr.constvars, closed.consts))
         closed = ClosedJaxpr(jaxpr, [_read_only(const_of[v]) for v in jaxpr.constvars])
     return primals_out, LinearFunction(closed, in_avals, out_avals, nonzero), aux
+
+
+@cached_per_jaxpr
+def linearize_jaxpr(
+    closed: ClosedJaxpr, nonzeros: tuple[bool, ...], instantiate: bool | tuple[bool, ...]
+) -> tuple[ClosedJaxpr, ClosedJaxpr, tuple[bool, ...], int]:
+    """Reverse mode's split of `closed` (cached), as `partial_eval_jaxpr` of its
+    jvp returns it, but made by linearizing: every equation goes through its
+    own linearize rule, so a `cond`, loop, `checkpoint` or custom rule inside
+    `closed` is split too, where partial evaluation would keep it whole.
+
+    Returns `(known, linear, out_nonzeros, num_res)`: `known` takes `closed`'s
+    inputs and returns its outputs, then `num_res` residuals; `linear` takes
+    the residuals, then the tangents of the inputs marked in `nonzeros`, and
+    returns the tangents of the outputs marked in `out_nonzeros`: those that
+    depend on a nonzero tangent, and those in `instantiate` (zeros).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(1.0)
+    >>> known, linear, out_nonzeros, num_res = linearize_jaxpr(closed, (True,), False)
+    >>> print(linear)
+    { lambda ; a:f64[] b:f64[]. let c:f64[] = mul b a d:f64[] = mul c 2.0 in (d,) }
+    """
+    n_out = len(closed.out_avals)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else instantiate
+    found: dict[str, Any] = {}
+
+    def known_part(*primals: Any) -> list[Any]:
+        tangent_trace = StagingTrace(ctx.trace, "linearize of a jaxpr", stage_constants=False)
+        trace = LinearizeTrace(ctx.trace, "linearize of a jaxpr", rule_trace=tangent_trace)
+        ins = [JVPTracer(trace, p, tangent_trace.new_arg(a.strip_weak_type())) if nz else p
+               for p, a, nz in zip(primals, closed.in_avals, nonzeros)]
+        with tracing(trace):
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+        tangent_trace.dead = True
+        primals_out, tangents_out = [], []
+        for x, a, i in zip(outs, closed.out_avals, inst):
+            p, t = trace.split(x)
+            primals_out.append(p)
+            if t is None and i:
+                t = zeros(a.strip_weak_type())
+            if t is not None:
+                tangents_out.append(t)
+        found["out_nonzeros"] = tuple(trace.split(x)[1] is not None or i for x, i in zip(outs, inst))
+        found["linear"] = lin = tangent_trace.to_jaxpr(tangents_out)
+        return [*primals_out, *(c for c in lin.consts if isinstance(c, Tracer))]
+
+    known = trace_to_jaxpr(known_part, closed.in_avals, "linearize of a jaxpr", fresh=True)
+    lin = found["linear"]
+    j = lin.jaxpr
+    residual = [isinstance(c, Tracer) for c in lin.consts]
+    linear = dce_closed_jaxpr(ClosedJaxpr(
+        Jaxpr([v for v, r in zip(j.constvars, residual) if not r],
+              [*(v for v, r in zip(j.constvars, residual) if r), *j.invars], j.outvars, j.eqns),
+        [c for c, r in zip(lin.consts, residual) if not r],
+    ))
+    return known, linear, found["out_nonzeros"], sum(residual)
 
 
 _undefined: dict[ShapedArray, UndefinedPrimal] = {}

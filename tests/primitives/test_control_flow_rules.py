@@ -120,15 +120,56 @@ def test_checkpoint_in_a_scan_body_recomputes_each_step_in_the_backward_pass():
     assert names.count("checkpoint") == 2 * 5  # each step's forward, and its recomputation
 
 
-def test_reverse_mode_of_a_traced_cond_holding_control_flow_raises_saying_what_to_do():
+def _cond_in_cond(x):
     inner = lambda a: lax.cond(a > 1.0, fnp.sin, fnp.cos, a)  # noqa: E731
-    f = lambda x: lax.cond(x > 0, inner, lambda a: a * 2.0, x)  # noqa: E731
-    with pytest.raises(NotImplementedError, match="branches hold control flow.*grad of a jitted function"):
-        fgrad.jit(fgrad.grad(f))(0.5)
-    for x in (0.5, 2.0, -1.0):  # where the index is known it works, jitted inside too
-        want = np.cos(x) * 0 - np.sin(x) if 0 < x <= 1.0 else (np.cos(x) if x > 1.0 else 2.0)
-        assert fgrad.grad(f)(x) == pytest.approx(want, rel=1e-14)
-        assert fgrad.grad(fgrad.jit(f))(x) == pytest.approx(want, rel=1e-14)
+    return lax.cond(x > 0, inner, lambda a: a * 2.0, x)
+
+
+def _cond_in_while(x):
+    def body(c):
+        i, y = c
+        return i + 1, lax.cond(y > 1.0, lambda y: y * 0.5, lambda y: fnp.sin(y) * 1.5 + y, y)
+    return lax.while_loop(lambda c: c[0] < 5, body, (0, x))[1]
+
+
+def _scan_in_cond_in_scan(x):
+    def body(c, _):
+        grow = lambda y: lax.scan(lambda a, _: (a * 1.1 + fnp.sin(a), None), y, None, length=3)[0]  # noqa: E731
+        return lax.cond(c > 1.0, fnp.sin, grow, c), None
+    return lax.scan(body, x, None, length=4)[0]
+
+
+def _while_in_cond_in_fori(x):
+    grow = lambda y: lax.while_loop(lambda z: z < 2.0, lambda z: z * z + 1.0, y)  # noqa: E731
+    return lax.fori_loop(0, 4, lambda i, y: lax.cond(y > 1.0, fnp.log1p, grow, y), x)
+
+
+def _checkpoint_and_custom_rule_in_while(x):
+    @fgrad.custom_vjp
+    def cube(y):
+        return y ** 3
+
+    cube.defvjp(lambda y: (y ** 3, y), lambda y, ct: (3 * y ** 2 * ct,))
+    body = lambda c: (c[0] + 1, fgrad.checkpoint(fnp.sin)(cube(c[1])) + c[1])  # noqa: E731
+    return lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1]
+
+
+NESTED = {f.__name__.lstrip("_"): f for f in (
+    _cond_in_cond, _cond_in_while, _scan_in_cond_in_scan, _while_in_cond_in_fori,
+    _checkpoint_and_custom_rule_in_while)}
+
+
+@pytest.mark.parametrize("f", NESTED.values(), ids=NESTED.keys())
+def test_reverse_mode_of_nested_control_flow_under_jit_and_vmap_matches_finite_differences(f):
+    xs = np.array([-0.4, 0.3, 0.7, 1.3, 2.5])
+    eps = 1e-6
+    want = np.array([(f(x + eps) - f(x - eps)) / (2 * eps) for x in xs])
+    eager = np.array([fgrad.grad(f)(x) for x in xs])
+    np.testing.assert_allclose(eager, want, rtol=1e-6, atol=1e-7)
+    jitted = fgrad.jit(fgrad.grad(f))
+    np.testing.assert_allclose([jitted(x) for x in xs], eager, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(fgrad.vmap(fgrad.grad(f))(xs), eager, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(fgrad.jit(fgrad.vmap(fgrad.grad(f)))(xs), eager, rtol=1e-13, atol=1e-15)
 
 
 def _central_differences(f, x, eps=1e-6):
