@@ -1,6 +1,7 @@
-"""Generate docs/numpy-coverage.md: every public function of fgrad.numpy,
-fgrad.numpy.linalg and fgrad.scipy.special, and whether each works traced
-(eval), in forward mode (jvp), reverse mode (vjp) and under vmap.
+"""Generate docs/numpy-coverage.md: every public function of fgrad.numpy (with
+its linalg and fft), fgrad.scipy (special, linalg, signal, stats, integrate)
+and fgrad.random, and whether each works traced (eval), in forward mode (jvp),
+reverse mode (vjp) and under vmap.
 
 Nothing in the table is declared by hand: each cell is checked on sample
 inputs when the table is generated —
@@ -16,16 +17,28 @@ fails when the committed table is out of date.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.integrate
+import scipy.linalg
+import scipy.signal
+import scipy.special
+import scipy.stats
 
 import fgrad
 import fgrad.numpy as fnp
+import fgrad.random as frandom
+import fgrad.scipy.integrate as fintegrate
+import fgrad.scipy.linalg as flinalg
+import fgrad.scipy.signal as fsignal
 import fgrad.scipy.special as fsp
+import fgrad.scipy.stats as fstats
 from fgrad.ir import eval_jaxpr
 from fgrad.test_util import check_jvp, check_vjp
 from fgrad.tree_util import tree_flatten, tree_map
@@ -34,6 +47,7 @@ OUT = Path(__file__).with_name("numpy-coverage.md")
 
 # Distinct values away from the jumps of rounding (k/2) and of modular arithmetic.
 V = np.array([0.31, 0.47, 0.83])
+KEY = frandom.key(0)
 M = np.array([[0.61, 0.23, 0.37], [0.12, 0.71, 0.44], [0.58, 0.29, 0.93]])
 SPD = M @ M.T + 3 * np.eye(3)
 GENERIC: list[tuple[Any, ...]] = [(M,), (V,), (M, M), (V, V), (M, V)]
@@ -77,6 +91,49 @@ EXPLICIT: dict[str, tuple[Any, ...]] = {
     "quantile": (M, 0.3), "percentile": (M, 30.0), "ldexp": (V, np.arange(3)), "polyfit": (V, 2 * V, 1),
     "piecewise": (V, [V > 0.4], [lambda v: 2 * v, lambda v: v ** 2]), "bincount": (np.array([0, 2, 2]), V),
     "ix_": (np.arange(3), np.arange(2)),
+    "tensorinv": (np.eye(4).reshape(4, 2, 2) + 0.1, 1), "multigammaln": (V + 2, 3),
+    "betainc": (V + 1, V + 2, V), "zeta": (np.array([2, 3, 4]), V + 1),
+    "fft.fftfreq": (8, np.array(0.1)), "fft.rfftfreq": (8, np.array(0.1)),
+    "scipy.linalg.solve_triangular": (np.tril(M) + np.eye(3), V), "scipy.linalg.cho_factor": (SPD,),
+    "scipy.linalg.cho_solve": ((np.linalg.cholesky(SPD), True), V), "scipy.linalg.lu_factor": (M,),
+    "scipy.linalg.lu_solve": (scipy.linalg.lu_factor(M), V), "scipy.linalg.lu": (M,),
+    "scipy.linalg.expm_frechet": (M, M.T), "scipy.linalg.block_diag": (M, V[None]),
+    "scipy.linalg.cholesky": (SPD,), "scipy.linalg.solve": (SPD, V),
+    "scipy.signal.convolve2d": (M, M[:2, :2]), "scipy.signal.correlate2d": (M, M[:2, :2]),
+    "scipy.integrate.cumulative_trapezoid": (M, V),
+    "scipy.integrate.odeint": (lambda y, t, k: -k * y * t, V, np.array([0.0, 0.5, 1.0]), np.array(0.7)),
+    "random.key": (np.uint64(3),), "random.PRNGKey": (np.uint64(3),), "random.split": (KEY,),
+    "random.fold_in": (KEY, np.uint64(5)), "random.key_data": (KEY,),
+    "random.wrap_key_data": (np.array([1, 2], dtype=np.uint64),), "random.bits": (KEY, (3,)),
+    "random.uniform": (KEY, (3,), np.float64, V, V + 1), "random.normal": (KEY, (3,)),
+    "random.gumbel": (KEY, (3,)), "random.bernoulli": (KEY, V, (3,)), "random.categorical": (KEY, M),
+    "random.randint": (KEY, (3,), 0, 5), "random.permutation": (KEY, V), "random.choice": (KEY, V, (2,)),
+    "random.gamma": (KEY, V + 1), "random.multivariate_normal": (KEY, V, SPD),
+}
+# scipy.stats: the arguments of each distribution's methods.
+STATS_ARGS: dict[str, tuple[Any, ...]] = {
+    "norm": (V,), "t": (V, np.array(3.5)), "gamma": (V, np.array(2.5)),
+    "beta": (V, np.array(2.5), np.array(1.5)), "expon": (V,), "laplace": (V,), "logistic": (V,),
+    "cauchy": (V,), "uniform": (V,), "poisson": (np.array([0, 1, 3]), np.array(2.5)),
+    "binom": (np.array([0, 1, 3]), 5, np.array(0.3)), "bernoulli": (np.array([0, 0]), np.array(0.3)),
+    "multivariate_normal": (V, 0.5 * V, SPD), "dirichlet": (V / V.sum(), V + 1),
+}
+# Functions with a derivative in some of their arguments only (the others raise
+# NotImplementedError, as they must where fgrad has no rule): those positions.
+ONLY_IN: dict[str, tuple[int, ...]] = {
+    "betainc": (2,), "zeta": (1,), "scipy.stats.t.cdf": (0,), "scipy.stats.t.logcdf": (0,),
+    "scipy.stats.t.sf": (0,), "scipy.stats.t.logsf": (0,), "scipy.stats.beta.cdf": (0,),
+    "scipy.stats.beta.logcdf": (0,), "scipy.stats.beta.sf": (0,), "scipy.stats.beta.logsf": (0,),
+    # Off the simplex the density is not defined: its derivative is in alpha.
+    "scipy.stats.dirichlet.logpdf": (1,), "scipy.stats.dirichlet.pdf": (1,),
+}
+# SciPy's cho_factor leaves the other triangle as LAPACK left it; fgrad's has zeros there.
+# (checked on c alone: the flag `lower` is a Python bool, nothing to differentiate).
+REFERENCES: dict[str, Callable[..., Any]] = {
+    "scipy.linalg.cho_factor": lambda a: np.triu(scipy.linalg.cho_factor(a)[0]),
+}
+SUBJECTS: dict[str, Callable[..., Any]] = {
+    "scipy.linalg.cho_factor": lambda a: flinalg.cho_factor(a)[0],
 }
 # Functional updates are reached through fgrad.numpy.at(x)[idx] (or x.at[idx] on traced values).
 AT_UPDATES = {
@@ -95,19 +152,41 @@ CONSTANT = {"zeros", "ones", "empty", "eye", "arange", "iscomplexobj", "isrealob
             "diag_indices", "indices"}
 
 
-def functions() -> list[tuple[str, str, Callable[..., Any], Callable[..., Any] | None]]:
-    """(section, name, fgrad function, NumPy/SciPy reference or None)."""
+def functions() -> list[tuple[str, str, str, Callable[..., Any], Callable[..., Any] | None]]:
+    """(section, name, key in EXPLICIT, fgrad function, NumPy/SciPy reference or None)."""
     out = []
     for name in sorted(fnp.__all__):
         f = getattr(fnp, name)
-        if callable(f) and not isinstance(f, type) and name not in ("linalg", "at"):
-            out.append(("fgrad.numpy", name, f, getattr(np, name, None)))
+        if callable(f) and not isinstance(f, type) and name not in ("linalg", "at", "fft"):
+            out.append(("fgrad.numpy", name, name, f, getattr(np, name, None)))
     for name, f in AT_UPDATES.items():
-        out.append(("fgrad.numpy", name, f, None))
-    for name in fnp.linalg.__all__:
-        out.append(("fgrad.numpy.linalg", name, getattr(fnp.linalg, name), getattr(np.linalg, name, None)))
-    for name in fsp.__all__:
-        out.append(("fgrad.scipy.special", name, getattr(fsp, name), None))
+        out.append(("fgrad.numpy", name, name, f, None))
+    modules: list[tuple[str, Any, str, Any]] = [
+        ("fgrad.numpy.linalg", fnp.linalg, "", np.linalg), ("fgrad.numpy.fft", fnp.fft, "fft.", np.fft),
+        ("fgrad.scipy.special", fsp, "", scipy.special),
+        ("fgrad.scipy.linalg", flinalg, "scipy.linalg.", scipy.linalg),
+        ("fgrad.scipy.signal", fsignal, "scipy.signal.", scipy.signal),
+    ]
+    for section, module, prefix, reference in modules:
+        for name in module.__all__:
+            f = getattr(module, name)
+            if callable(f) and not isinstance(f, type):
+                ref = REFERENCES.get(prefix + name, getattr(reference, name, None))
+                out.append((section, name, prefix + name, SUBJECTS.get(prefix + name, f), ref))
+    for dist in fstats.__all__:
+        for method in ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
+            f = getattr(getattr(fstats, dist), method, None)
+            if f is not None:
+                ref = getattr(getattr(scipy.stats, dist), method)
+                out.append(("fgrad.scipy.stats", f"{dist}.{method}", f"scipy.stats.{dist}.{method}", f, ref))
+    for name in fintegrate.__all__:
+        f, ref = getattr(fintegrate, name), getattr(scipy.integrate, name)
+        if name == "odeint":  # JAX's signature, so no SciPy reference; tight tolerances, so that
+            ref = None        # finite differences of the adaptive solver are accurate enough
+            f = functools.partial(f, rtol=1e-12, atol=1e-12)
+        out.append(("fgrad.scipy.integrate", name, f"scipy.integrate.{name}", f, ref))
+    for name in frandom.__all__:
+        out.append(("fgrad.random", name, f"random.{name}", getattr(frandom, name), None))
     return out
 
 
@@ -125,6 +204,8 @@ def _array_positions(args: tuple[Any, ...], kinds: str) -> list[int]:
 def _sample(name: str, f: Callable[..., Any]) -> tuple[Any, ...] | None:
     if name in AT_UPDATES:
         return (V, np.array([0.2, 0.9]))
+    if name.startswith("scipy.stats."):
+        return STATS_ARGS[name.split(".")[2]]
     for args in ([EXPLICIT[name]] if name in EXPLICIT else GENERIC):
         try:
             out = f(*args)
@@ -156,6 +237,23 @@ def _close(a: Any, b: Any) -> bool:
     )
 
 
+def _implicit_gamma(mode: str) -> str:
+    """fgrad.random.gamma's derivative in `a` is the implicit one (JAX's): the
+    sample x moves with a so that its probability P(a, x) stays fixed, not as
+    the rejection sampler's arithmetic moves. Checked as that: dP/da + dP/dx
+    dx/da = 0, by differences of SciPy's gammainc along (1, dx/da)."""
+    a = V + 1
+    sample = lambda a: frandom.gamma(KEY, a)  # noqa: E731
+    if mode == "jvp":
+        x, dx = fgrad.jvp(sample, (a,), (np.ones_like(a),))
+    else:  # elementwise: the vjp of ones is the diagonal of the Jacobian
+        x, pullback = fgrad.vjp(sample, a)
+        (dx,) = pullback(np.ones_like(a))
+    h = 1e-6
+    drift = (scipy.special.gammainc(a + h, x + h * dx) - scipy.special.gammainc(a - h, x - h * dx)) / (2 * h)
+    return "✓ (implicit, JAX's)" if np.allclose(drift, 0, atol=1e-6) else "✗ wrong"
+
+
 def _check(name: str, f: Callable[..., Any], reference: Callable[..., Any] | None) -> dict[str, str]:
     if name in CONSTANT:
         return {"eval": "NumPy's (a constant)", "jvp": "—", "reverse": "—", "vmap": "—"}
@@ -173,6 +271,12 @@ def _check(name: str, f: Callable[..., Any], reference: Callable[..., Any] | Non
             return {"eval": "differs from NumPy", "jvp": "—", "reverse": "—", "vmap": "—"}
     floats = _array_positions(args, "f")
     arrays = floats or _array_positions(args, "biuf")
+    only = ONLY_IN.get(name)
+    note = ""
+    if only:
+        floats = arrays = [i for i in floats if i in only]
+        names = list(inspect.signature(f).parameters)
+        note = " (in " + ", ".join(f"`{names[i]}`" for i in only) + " only)"
 
     def on(positions: list[int]) -> Callable[..., Any]:
         def g(*xs: Any) -> Any:
@@ -195,12 +299,15 @@ def _check(name: str, f: Callable[..., Any], reference: Callable[..., Any] | Non
     differentiable = (floats and name not in NO_DERIVATIVE
                       and any(leaf.dtype.kind in "fc" for leaf in _numeric_leaves(expected)))
     for mode, check in (("jvp", check_jvp), ("reverse", check_vjp)):
+        if name == "random.gamma":
+            cells[mode] = _implicit_gamma(mode)
+            continue
         if not differentiable:
             cells[mode] = "— (no derivative)"
             continue
         try:
             check(g, fx)
-            cells[mode] = "✓"
+            cells[mode] = "✓" + note
         except AssertionError:
             cells[mode] = "✗ wrong"
         except Exception as e:  # noqa: BLE001
@@ -224,23 +331,27 @@ def _check(name: str, f: Callable[..., Any], reference: Callable[..., Any] | Non
 
 def table() -> str:
     lines = [
-        "# NumPy coverage",
+        "# Coverage of NumPy, SciPy and random",
         "",
         "Generated by `python docs/numpy_coverage.py`: every cell is checked on sample inputs, not",
-        "declared (see that script). **eval**: traced to a jaxpr and evaluated, equal to NumPy's result;",
-        "**jvp** / **reverse**: forward / reverse mode against finite differences; **vmap**: vmap over",
-        "two examples equals a loop. — means nothing to check (a constant, or no derivative: integer,",
-        "boolean or index results); *concrete values only* means the function needs values, not just",
-        "shapes (it works under grad, jvp and vjp, which trace with concrete values).",
+        "declared (see that script). **eval**: traced to a jaxpr and evaluated, equal to NumPy's (or",
+        "SciPy's) result; **jvp** / **reverse**: forward / reverse mode against finite differences;",
+        "**vmap**: vmap over two examples equals a loop. — means nothing to check (a constant, or no",
+        "derivative: integer, boolean, index or key results); *concrete values only* means the",
+        "function needs values, not just shapes (it works under grad, jvp and vjp, which trace with",
+        "concrete values). *(in `x` only)*: differentiable in the arguments named, and",
+        "differentiating in another raises NotImplementedError. *(implicit, JAX's)*: the derivative",
+        "of a gamma sample in its shape holds the sample's probability fixed, checked as that.",
+        "SciPy's functions need the `scipy` extra (`pip install fgrad[scipy]`).",
         "",
     ]
     section = None
-    for sec, name, f, reference in functions():
+    for sec, name, key, f, reference in functions():
         if sec != section:
             section = sec
             lines += ["", f"## {sec}", "", "| function | eval | jvp | reverse | vmap |",
                       "|---|---|---|---|---|"]
-        c = _check(name, f, reference)
+        c = _check(key, f, reference)
         lines.append(f"| `{name}` | {c['eval']} | {c['jvp']} | {c['reverse']} | {c['vmap']} |")
     return "\n".join(lines) + "\n"
 

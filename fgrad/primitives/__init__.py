@@ -14,12 +14,21 @@
 | | argmin cumsum cumprod |
 | sorting | sort argsort argpartition sort_by_key searchsorted |
 | linalg | matmul einsum |
-| decompositions | solve inv pinv det slogdet cholesky qr eigh eigvalsh svd svdvals |
+| decompositions | solve inv pinv adjugate det slogdet cholesky qr eigh eigvalsh eig eigvals svd svdvals |
 | indexing | getitem index_add index_set index_mul index_min index_max |
 | gather | gather scatter_add scatter_set scatter_mul scatter_min scatter_max scatter_mul_cofactors |
 | special | erf erfc erf_inv lgamma digamma polygamma logistic logit xlogy xlog1py entr |
+| fft | fft |
+| scipy_special | gamma rgamma gammasgn beta betaln betainc gammainc gammaincc gammainc_grad_a erfcinv |
+| | ndtri log_ndtr i0 i0e i1 i1e j0 j1 y0 y1 bessel_over_power zeta riemann_zeta rel_entr |
+| | kl_div erf_complex erfc_complex |
+| scipy_linalg | triangular_solve lu_factor pivots_to_permutation expm expm_frechet |
+| random | random_bits random_fold_in random_gamma random_gamma_grad |
 
-`derivatives` and `batching` hold the helpers that build rules.
+`derivatives` and `batching` hold the helpers that build rules. `scipy_special`,
+`scipy_linalg` and `random` are imported by the modules that use them
+(fgrad.scipy.special, fgrad.scipy.linalg, fgrad.random), not here: their
+values come from SciPy, an optional extra, or serve one module only.
 """
 
 from . import (
@@ -27,6 +36,7 @@ from . import (
     decompositions,
     derivatives,
     elementwise,
+    fft,
     gather,
     indexing,
     linalg,
@@ -37,6 +47,6 @@ from . import (
 )
 
 __all__ = [
-    "batching", "decompositions", "derivatives", "elementwise", "gather", "indexing", "linalg", "reductions",
-    "shapes", "sorting", "special",
+    "batching", "decompositions", "derivatives", "elementwise", "fft", "gather", "indexing", "linalg",
+    "reductions", "shapes", "sorting", "special",
 ]

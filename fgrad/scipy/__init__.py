@@ -1,6 +1,31 @@
-"""fgrad.scipy: the parts of SciPy's API that differentiable code uses, written
-on fgrad's primitives (SciPy itself is not needed)."""
+"""fgrad.scipy: the parts of SciPy's API that differentiable code uses, with
+SciPy's names, signatures and values, and fgrad's derivative rules.
+
+`special` is imported with fgrad; its older functions (erf, gammaln, digamma,
+expit, logsumexp, ...) are computed by fgrad itself, and the rest take their
+values from SciPy, an optional extra (`pip install fgrad[scipy]`). `linalg`,
+`signal`, `stats` and `integrate` are imported on first use.
+
+>>> import fgrad.scipy
+>>> fgrad.scipy.stats.norm.logpdf(0.0)
+np.float64(-0.9189385332046727)
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from . import special
 
-__all__ = ["special"]
+if TYPE_CHECKING:
+    from . import integrate, linalg, signal, stats
+
+__all__ = ["special", "linalg", "signal", "stats", "integrate"]
+
+_LAZY = frozenset({"linalg", "signal", "stats", "integrate"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'fgrad.scipy' has no attribute {name!r}")

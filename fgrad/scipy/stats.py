@@ -638,7 +638,7 @@ def _check_psd(cov: Any, allow_singular: bool) -> bool | None:
     if value is None:
         return None
     s = np.linalg.eigvalsh(np.asarray(value))
-    eps = _psd_cutoff(s)
+    eps = 1e6 * np.finfo(np.float64).eps * np.max(np.abs(s))  # _psd_cutoff, on NumPy: jit stages fgrad.numpy
     if np.min(s) < -eps:
         raise ValueError("The input matrix must be symmetric positive semidefinite.")
     singular = bool(np.any(s <= eps))

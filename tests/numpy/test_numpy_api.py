@@ -72,8 +72,8 @@ def test_plain_numpy_calls_on_tracers_use_fgrads_functions():
 
 
 def test_unsupported_numpy_functions_say_which_and_what_to_do():
-    with pytest.raises(TypeError, match="numpy.fft.fft was called on a traced value.*fgrad.numpy"):
-        fgrad.grad(lambda x: np.fft.fft(x).real.sum())(np.ones(2))
+    with pytest.raises(TypeError, match="numpy.unwrap was called on a traced value.*fgrad.numpy has no unwrap"):
+        fgrad.grad(lambda x: np.unwrap(x).sum())(np.ones(2))
     with pytest.raises(TypeError, match="ufunc numpy.spacing was called on a traced value"):
         fgrad.grad(lambda x: np.spacing(x))(1.0)
     with pytest.raises(TypeError, match="numpy.add.reduce"):
