@@ -42,7 +42,8 @@ from .shaping import broadcast_to, ravel, reshape
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "argmax", "argmin",
     "all", "any", "count_nonzero", "average", "nansum", "nanmean", "nanmax", "nanmin", "cumsum", "cumprod",
-    "diff", "ediff1d", "trapezoid", "allclose", "array_equal", "cov", "corrcoef", "bincount", "histogram",
+    "diff", "gradient", "ediff1d", "trapezoid", "allclose", "array_equal", "cov", "corrcoef", "bincount",
+    "histogram",
 ]
 
 Axis = int | Sequence[int] | None
@@ -602,6 +603,105 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike = _NO_VALU
     for _ in range(n):
         x = op(_slice_axis(x, axis, slice(1, None)), _slice_axis(x, axis, slice(None, -1)))
     return x
+
+
+def _spacing(distances: Any, length: int) -> Any:
+    """One axis's spacing as numpy.gradient takes it: a scalar as given, else the differences of
+    the 1-d coordinates. Concrete coordinates evenly spaced become one scalar, as NumPy's; traced
+    ones never do, so that their derivative is that of the uneven formulas they are a case of."""
+    d = _strong(distances)
+    if ndim_of(d) == 0:
+        return distances
+    if ndim_of(d) != 1:
+        raise ValueError("distances must be either scalars or 1d")
+    if shape_of(d)[0] != length:
+        raise ValueError("when 1d, distances must match the length of the corresponding dimension")
+    integer = np.issubdtype(get_aval(d).dtype, np.integer)
+    if isinstance(d, np.ndarray):  # concrete, not traced
+        dx = np.diff(d.astype(np.float64) if integer else d)
+        return dx[0] if (dx == dx[0]).all() else dx  # NumPy's IndexError for one coordinate
+    if length < 2:
+        raise IndexError("index 0 is out of bounds for axis 0 with size 0")
+    return diff(_astype(d, np.dtype(np.float64)) if integer else d)
+
+
+def _gradient_along(f: Any, axis: int, dx: Any, edge_order: int) -> Any:
+    """numpy.gradient's formulas along one axis (second order inside; first or second order at
+    the two ends), on slices of `f` joined back together: NumPy's operations in NumPy's order."""
+    length = shape_of(f)[axis]
+    if length < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                         "at least (edge_order + 1) elements are required.")
+    if edge_order != 1 and length < 3:  # NumPy takes any other edge_order as 2 and indexes f[2]
+        raise IndexError(f"index {length} is out of bounds for axis {axis} with size {length}")
+
+    def at(start: int | None, stop: int | None) -> Any:
+        return _slice_axis(f, axis, slice(start, stop))
+
+    uniform = ndim_of(_strong(dx)) == 0
+    if uniform:
+        inner = (at(2, None) - at(None, -2)) / (2.0 * dx)
+    else:
+        dx1, dx2 = dx[:-1], dx[1:]
+        along = [1] * len(shape_of(f))
+        along[axis] = -1
+        a, b, c = (reshape(v, along) for v in (-dx2 / (dx1 * (dx1 + dx2)), (dx2 - dx1) / (dx1 * dx2),
+                                               dx1 / (dx2 * (dx1 + dx2))))
+        inner = a * at(None, -2) + b * at(1, -1) + c * at(2, None)
+    if edge_order == 1:
+        first = (at(1, 2) - at(0, 1)) / (dx if uniform else dx[0])
+        last = (at(-1, None) - at(-2, -1)) / (dx if uniform else dx[-1])
+    else:
+        if uniform:
+            a, b, c = -1.5 / dx, 2.0 / dx, -0.5 / dx
+        else:
+            dx1, dx2 = dx[0], dx[1]
+            a, b, c = (-(2.0 * dx1 + dx2) / (dx1 * (dx1 + dx2)), (dx1 + dx2) / (dx1 * dx2),
+                       -dx1 / (dx2 * (dx1 + dx2)))
+        first = a * at(0, 1) + b * at(1, 2) + c * at(2, 3)
+        if uniform:
+            a, b, c = 0.5 / dx, -2.0 / dx, 1.5 / dx
+        else:
+            dx1, dx2 = dx[-2], dx[-1]
+            a, b, c = (dx2 / (dx1 * (dx1 + dx2)), -(dx2 + dx1) / (dx1 * dx2),
+                       (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2)))
+        last = a * at(-3, -2) + b * at(-2, -1) + c * at(-1, None)
+    return _join([first, inner, last], axis)
+
+
+def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axis = None,
+             edge_order: int = 1) -> Array | tuple[Array, ...]:
+    """numpy.gradient: the derivative of samples `f` along each of `axis` by central differences
+    inside and one-sided ones (of order `edge_order`) at the ends. The spacing `varargs` is
+    nothing (1), one scalar for all axes, or per axis a scalar or the 1-d sample coordinates;
+    differentiable in `f` and in the spacing. One array for one axis, else a tuple.
+
+    >>> gradient([1.0, 4.0, 9.0, 16.0]), gradient([1.0, 4.0, 9.0, 16.0], 2.0, edge_order=2)
+    (array([3., 4., 6., 7.]), array([1., 2., 3., 4.]))
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.gradient(f, *varargs, axis=axis, edge_order=edge_order)  # type: ignore[call-overload]
+    f = _strong(f)
+    shape = shape_of(f)
+    axes = tuple(range(len(shape))) if axis is None else axes_in_order(axis, len(shape))
+    if not varargs:
+        spacings: list[Any] = [1.0] * len(axes)
+    elif len(varargs) == 1 and ndim_of(_strong(varargs[0])) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = [_spacing(d, shape[ax]) for d, ax in zip(varargs, axes)]
+    else:
+        raise TypeError("invalid number of arguments")
+    edge_order = static_argument(edge_order, "gradient", "edge_order")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    dtype = get_aval(f).dtype
+    if not is_inexact_dtype(dtype):  # integers are differenced as float64 (bool raises, as NumPy's)
+        if np.issubdtype(dtype, np.integer):
+            f = _astype(f, np.dtype(np.float64))
+        dtype = np.dtype(np.float64)
+    outs = [_astype(_gradient_along(f, ax, dx, edge_order), dtype) for ax, dx in zip(axes, spacings)]
+    return outs[0] if len(axes) == 1 else tuple(outs)
 
 
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Array:

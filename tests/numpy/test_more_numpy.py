@@ -7,12 +7,16 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fgrad
 import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
 from tests.numpy.test_numpy_api import check_vmap_and_jit
 from tests.numpy_checks import check_like_numpy, staged
+from tests.strategies import seeds, values
 
 R = np.random.default_rng(1212)
 V4 = np.array([0.31, 0.47, 0.83, 0.12])
@@ -430,3 +434,127 @@ def test_frexp_derivative_and_errors():
     np.testing.assert_allclose(fgrad.grad(lambda x: fnp.frexp(x)[0])(12.5), 1 / 16)
     with pytest.raises(TypeError, match="frexp"):
         fgrad.jit(fnp.frexp)(V4 + 1j)
+
+
+# --- gradient ---
+
+def _coordinates(n, seed):
+    """Unevenly spaced increasing sample points: NumPy's uneven formulas."""
+    return np.cumsum(np.random.default_rng(seed).uniform(0.5, 1.5, n))
+
+
+@st.composite
+def gradient_cases(draw):
+    """f, the axes (as given: None, an int or a tuple, negative ones too), edge_order, and per axis a
+    spacing form: the traced spacings are returned apart, as arguments to differentiate."""
+    edge_order = draw(st.sampled_from([1, 2]))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=edge_order + 1, max_side=4))
+    seed = draw(seeds)
+    f = values(shape, "real", seed)
+    nd = len(shape)
+    form = draw(st.sampled_from(["none", "int", "tuple"]))
+    if form == "none":
+        axis, axes = None, list(range(nd))
+    elif form == "int":
+        axis = draw(st.integers(-nd, nd - 1))
+        axes = [axis % nd]
+    else:
+        axes = draw(st.permutations(range(nd)).flatmap(lambda p: st.integers(1, nd).map(lambda k: p[:k])))
+        axis = tuple(a - nd if draw(st.booleans()) else a for a in axes)
+    kind = draw(st.sampled_from(["nothing", "one scalar", "per axis"]))
+    spacings = []  # per axis: ("traced", value) or ("constant", value)
+    if kind == "one scalar":
+        spacings = [draw(st.sampled_from([("traced", np.float64(0.7)), ("constant", 2.0), ("constant", 3)]))]
+    elif kind == "per axis":
+        for i, ax in enumerate(axes):
+            spacings.append(draw(st.sampled_from([
+                ("traced", np.float64(0.4 + i)), ("constant", 1.5 + i), ("traced", _coordinates(shape[ax], seed + i)),
+                ("constant", _coordinates(shape[ax], seed + i)), ("constant", np.linspace(0, 1, shape[ax])),
+                ("constant", np.arange(shape[ax]) * 2)])))
+    return f, axis, edge_order, spacings
+
+
+@given(case=gradient_cases())
+def test_gradient_like_numpy(case):
+    f, axis, edge_order, spacings = case
+    traced = [v for how, v in spacings if how == "traced"]
+
+    def g(f, *traced_spacings):
+        it = iter(traced_spacings)
+        varargs = [next(it) if how == "traced" else v for how, v in spacings]
+        return fnp.gradient(f, *varargs, axis=axis, edge_order=edge_order)
+
+    check_like_numpy(g, f, *traced, order=2 if f.size <= 16 else 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64, np.uint8, np.complex128])
+@pytest.mark.parametrize("spacing", [(), (0.3,), (3,), (np.float64(0.3),), (np.float32(0.3),),
+                                     (np.array([0, 1, 3, 6, 7]),), (np.array([0.0, 0.5, 1.5, 2.0, 4.0], np.float32),)])
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_dtypes_are_numpys(dtype, spacing, edge_order):
+    f = (np.arange(5) ** 2 * (1 + 1j if dtype == np.complex128 else 1)).astype(dtype)
+    check_like_numpy(lambda f: fnp.gradient(f, *spacing, edge_order=edge_order), f, order=0)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_derivatives_in_f_and_the_coordinates(edge_order):
+    f, x, y = R.normal(size=(4, 3)), _coordinates(4, 1), _coordinates(3, 2)
+    check_grads(lambda f, x, y: fnp.gradient(f, x, y, edge_order=edge_order), (f, x, y), order=2)
+    check_grads(lambda f, x: fnp.gradient(f, x, axis=0, edge_order=edge_order), (f, x), order=2)
+    check_grads(lambda f, h: fnp.gradient(f, h, edge_order=edge_order), (f, np.float64(0.7)), order=2)
+    check_grads(lambda x: fnp.gradient(fnp.sin(x), x, edge_order=edge_order), (x,), order=2)
+    check_vmap_and_jit(lambda f, x, y: fnp.gradient(f, x, y, edge_order=edge_order), f, x, y)
+    check_vmap_and_jit(lambda f, h: fnp.gradient(f, h, axis=-1, edge_order=edge_order), f, np.float64(0.7))
+    check_vmap_and_jit(lambda f: fnp.gradient(f, y, axis=1, edge_order=edge_order), f)
+    np.testing.assert_allclose(fgrad.jacfwd(lambda f: np.gradient(f, x, edge_order=edge_order))(f[:, 0]),
+                               np.gradient(np.eye(4), x, axis=0, edge_order=edge_order))  # NumPy's own name
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_in_evenly_spaced_traced_coordinates(edge_order):
+    # Traced coordinates always take the uneven formulas (NumPy's values up to rounding), so their
+    # derivative holds where they are evenly spaced too: finite differences leave the even spacing.
+    f, x = R.normal(size=(3, 5)), np.linspace(0.0, 2.0, 5)
+    g = lambda f, x: fnp.gradient(f, x, axis=1, edge_order=edge_order)
+    np.testing.assert_allclose(staged(g, f, x), np.gradient(f, x, axis=1, edge_order=edge_order),
+                               rtol=1e-12, atol=1e-12)
+    check_grads(g, (f, x), order=2)
+    np.testing.assert_allclose(fgrad.jit(g)(f, x), g(f, x), rtol=1e-12, atol=1e-12)
+    two = np.array([0.0, 0.5])  # two points: one difference, the same in either formula
+    check_like_numpy(lambda f, x: fnp.gradient(f, x), f[0, :2], two)
+
+
+def test_gradient_of_0d_empty_and_two_point_arrays():
+    assert fgrad.jit(fnp.gradient)(np.float64(2.0)) == () == np.gradient(np.float64(2.0))
+    assert fgrad.jit(lambda f: fnp.gradient(f, 2.0))(np.float64(2.0)) == ()
+    check_like_numpy(lambda f: fnp.gradient(f, axis=0), np.ones((3, 0)), order=0)
+    check_like_numpy(lambda f: fnp.gradient(f, 0.5), V4[:2])
+    check_like_numpy(lambda f: fnp.gradient(f, edge_order=0), V4)  # NumPy takes any edge_order < 3 but 1 as 2
+
+
+def test_gradient_errors():
+    cases = [
+        (TypeError, "invalid number of arguments", lambda f: fnp.gradient(f, 1.0, 2.0, 3.0)),
+        (TypeError, "invalid number of arguments", lambda f: fnp.gradient(f, np.arange(3.0))),
+        (ValueError, "distances must be either scalars or 1d", lambda f: fnp.gradient(f, np.ones((3, 5)), 1.0)),
+        (ValueError, "when 1d, distances must match the length", lambda f: fnp.gradient(f, np.arange(4.0), 1.0)),
+        (ValueError, "'edge_order' greater than 2 not supported", lambda f: fnp.gradient(f, edge_order=3)),
+        (ValueError, r"at least \(edge_order \+ 1\) elements are required",
+         lambda f: fnp.gradient(f[:1], axis=0)),
+        (ValueError, r"at least \(edge_order \+ 1\) elements are required",
+         lambda f: fnp.gradient(f[:2], axis=0, edge_order=2)),
+        (IndexError, "index 2 is out of bounds for axis 0 with size 2", lambda f: fnp.gradient(f[:2], edge_order=0)),
+        (IndexError, "index 0 is out of bounds for axis 0 with size 0", lambda f: fnp.gradient(f[0, :1], [0.0])),
+        (np.exceptions.AxisError, "axis 2 is out of bounds", lambda f: fnp.gradient(f, axis=2)),
+        (ValueError, "repeated axis", lambda f: fnp.gradient(f, axis=(0, -2))),
+        (TypeError, "numpy boolean subtract", lambda f: fnp.gradient(f > 0)),
+    ]
+    for error, message, g in cases:
+        with pytest.raises(error, match=message):
+            g(M35)
+        with pytest.raises(error, match=message):
+            fgrad.jit(g)(M35)
+    with pytest.raises(IndexError, match="index 0 is out of bounds for axis 0 with size 0"):
+        fgrad.jit(lambda x: fnp.gradient(V4[:1], x))(np.zeros(1))  # one traced coordinate
+    with pytest.raises(fgrad.ConcretizationTypeError, match="fgrad.numpy.gradient needs `edge_order` as a concrete"):
+        fgrad.jit(lambda f, e: fnp.gradient(f, edge_order=e))(V4, 1)
