@@ -16,6 +16,7 @@ from ..core.trace import Primitive
 
 __all__ = [
     "move_axis", "with_batch_axis", "batch_size", "batched_axis", "defbatch_elementwise", "defbatch_unary",
+    "defbatch_matrix_stacks",
 ]
 
 
@@ -83,6 +84,28 @@ def defbatch_unary(prim: Primitive) -> None:
 
     def rule(args: list[Any], dims: list[int | None], **params: Any) -> tuple[Any, int | None]:
         return prim.bind(*args, **params), dims[0]
+
+    batch_rules[prim] = rule
+
+
+def defbatch_matrix_stacks(prim: Primitive) -> None:
+    """A primitive on stacks of matrices (the last two axes) that broadcast
+    against each other, as NumPy's linalg functions: batch axes in front, and a
+    batched operand whose stack is shorter than another's gets axes of size 1,
+    so that the batch axis never meets a stack axis."""
+
+    def rule(args: list[Any], dims: list[int | None], **params: Any) -> tuple[Any, Any]:
+        stack = max(get_aval(x).ndim - (dim is not None) - 2 for x, dim in zip(args, dims))
+        moved = []
+        for x, dim in zip(args, dims):
+            if dim is not None:
+                x = move_axis(x, dim, 0)
+                size, *example = get_aval(x).shape
+                if len(example) - 2 < stack:
+                    x = shapes.reshape(x, new_shape=(size, *(1,) * (stack - len(example) + 2), *example))
+            moved.append(x)
+        out = prim.bind(*moved, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
 
     batch_rules[prim] = rule
 

@@ -215,22 +215,7 @@ def _solve_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
 transpose_rules[solve_p] = _solve_transpose
 
 
-def _solve_batch(args: list[Any], dims: list[Any]) -> tuple[Any, int]:
-    # Batch axes in front; a batched operand whose stack is shorter than the
-    # other's gets axes of size 1, so that the batch axis never meets a stack axis.
-    stack = max(get_aval(x).ndim - (dim is not None) - 2 for x, dim in zip(args, dims))
-    moved = []
-    for x, dim in zip(args, dims):
-        if dim is not None:
-            x = batching.move_axis(x, dim, 0)
-            size, *example = get_aval(x).shape
-            if len(example) - 2 < stack:
-                x = shapes.reshape(x, new_shape=(size,) + (1,) * (stack - len(example) + 2) + tuple(example))
-        moved.append(x)
-    return solve(*moved), 0
-
-
-batch_rules[solve_p] = _solve_batch
+batching.defbatch_matrix_stacks(solve_p)
 
 
 # --- inv -----------------------------------------------------------------------------

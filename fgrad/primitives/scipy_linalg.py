@@ -86,29 +86,6 @@ def _stacked(x: np.ndarray, core: int, fn: Callable[..., Any]) -> Any:
     return np.stack(outs).reshape(lead + outs[0].shape)
 
 
-def _stack_batch(prim: Primitive) -> Callable[..., Any]:
-    """The batch rule of a primitive whose operands are stacks of matrices that
-    broadcast against each other: batch axes in front, and a batched operand
-    whose stack is shorter than another's gets axes of size 1, so that the
-    batch axis never meets a stack axis."""
-
-    def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
-        stack = max(get_aval(x).ndim - (dim is not None) - 2 for x, dim in zip(args, dims))
-        moved = []
-        for x, dim in zip(args, dims):
-            if dim is not None:
-                x = batching.move_axis(x, dim, 0)
-                size, *example = get_aval(x).shape
-                if len(example) - 2 < stack:
-                    ones = (1,) * (stack - len(example) + 2)
-                    x = shapes.reshape(x, new_shape=(size, *ones, *example))
-            moved.append(x)
-        out = prim.bind(*moved, **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-
-    return rule
-
-
 # --- triangular_solve(a, b, lower, trans, unit_diagonal): a (..., n, n), b (..., n, k) -------------
 
 
@@ -178,7 +155,7 @@ def _triangular_solve_transpose(ct: Any, a: Any, b: Any, *, lower: bool, trans: 
 
 
 transpose_rules[triangular_solve_p] = _triangular_solve_transpose
-batch_rules[triangular_solve_p] = _stack_batch(triangular_solve_p)
+batching.defbatch_matrix_stacks(triangular_solve_p)
 
 triangular_solve: Callable[..., Any] = triangular_solve_p.bind
 
@@ -311,7 +288,7 @@ def _lu_factor_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
 
 
 jvp_rules[lu_factor_p] = _lu_factor_jvp
-batch_rules[lu_factor_p] = _stack_batch(lu_factor_p)
+batching.defbatch_matrix_stacks(lu_factor_p)
 
 lu_factor: Callable[..., Any] = lu_factor_p.bind
 
@@ -342,7 +319,7 @@ def _expm_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
 
 
 jvp_rules[expm_p] = _expm_jvp
-batch_rules[expm_p] = _stack_batch(expm_p)
+batching.defbatch_matrix_stacks(expm_p)
 
 
 @cached_aval
@@ -405,7 +382,7 @@ def _expm_frechet_transpose(ct: Any, a: Any, e: Any) -> list[Any]:
 
 
 transpose_rules[expm_frechet_p] = _expm_frechet_transpose
-batch_rules[expm_frechet_p] = _stack_batch(expm_frechet_p)
+batching.defbatch_matrix_stacks(expm_frechet_p)
 
 expm: Callable[..., Any] = expm_p.bind
 expm_frechet: Callable[..., Any] = expm_frechet_p.bind
