@@ -3,9 +3,10 @@
 An optimizer is `init(params) -> state` and `update(grads, state, params) ->
 (params, state)`; nothing is mutated. (1) ASGD with PyTorch's defaults and lr 0.1
 on y = x^2 - 2x + 1 from x = 0 (the loss printed is the one before each step).
-(2) Adam fitting y = a x + b to noisy data, with params a dict. (3) Adam solving
-a complex least-squares problem: as in optax, squared gradients are |g|^2, and
-fgrad.grad gives df/dx - i df/dy, so the step takes its conjugate.
+(2) Adam solving a complex least-squares problem: as in optax, squared gradients
+are |g|^2, and fgrad.grad gives df/dx - i df/dy, so the step takes its conjugate.
+Adam fitting a line to data, with params a dict, is q_least_squares.py; sgd,
+adam and asgd compared on the Rosenbrock function, p_rosenbrock.py.
 """
 
 import numpy as np
@@ -29,24 +30,6 @@ for epoch in range(1, 31):
 print(f"averaged x (state.ax) = {float(state.ax):.5f}\n")
 
 rng = np.random.default_rng(0)
-xs = rng.uniform(-1, 1, 100)
-ys = 2.5 * xs - 0.7 + 0.1 * rng.standard_normal(100)
-
-
-def mse(params):
-    return fnp.mean((params["a"] * xs + params["b"] - ys) ** 2)
-
-
-opt = optim.adam(lr=0.05)
-params = {"a": 0.0, "b": 0.0}
-state = opt.init(params)
-for step in range(1, 201):
-    value, grads = fgrad.value_and_grad(mse)(params)
-    params, state = opt.update(grads, state, params)
-    if step % 50 == 0:
-        print(f"step {step:3d}: mse = {value:.5f}")
-print(f"fit: a = {float(params['a']):.4f}, b = {float(params['b']):.4f} (data: a = 2.5, b = -0.7)")
-
 a = rng.standard_normal((8, 3)) + 1j * rng.standard_normal((8, 3))
 z_true = np.array([1 - 2j, 0.5j, -1.5])
 b = a @ z_true
@@ -62,4 +45,4 @@ z = np.zeros(3, complex)
 state = opt.init(z)
 for _ in range(300):
     z, state = opt.update(np.conj(fgrad.grad(residual)(z)), state, z)
-print(f"\ncomplex least squares: |r|^2 = {residual(z):.2e}, z = {np.round(z, 4)}")
+print(f"complex least squares: |r|^2 = {residual(z):.2e}, z = {np.round(z, 4)}")
