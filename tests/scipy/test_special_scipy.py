@@ -29,7 +29,7 @@ from tests.strategies import broadcast_pairs, seeds, shapes, values
 
 PRIMITIVES = {
     "gamma", "rgamma", "gammasgn", "beta", "betaln", "betainc", "gammainc", "gammaincc", "gammainc_grad_a",
-    "erfcinv", "ndtri",
+    "betainc_grad_ab", "erfcinv", "ndtri",
     "log_ndtr", "i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1", "bessel_over_power", "zeta", "riemann_zeta",
     "rel_entr", "kl_div", "erf_complex", "erfc_complex",
 }
@@ -44,6 +44,7 @@ BATCH_CASES = {
     "gammainc": (fsp.gammainc, [(2, 3), (3,)], "positive"),
     "gammaincc": (fsp.gammaincc, [(3,), (2, 3)], "positive"),
     "gammainc_grad_a": (lambda a, x: ssp.gammainc_grad_a(a, 4 * x), [(2, 3), (3,)], "positive"),
+    "betainc_grad_ab": (lambda a, b, x: ssp.betainc_grad_ab(a, b, x / 2.5, wrt="b"), [(2, 3), (), (3,)], "positive"),
     "erfcinv": (lambda y: fsp.erfcinv(1 + y), [(3,)], "unit"),
     "ndtri": (lambda y: fsp.ndtri(0.5 + 0.5 * y), [(2, 3)], "unit"),
     "log_ndtr": (fsp.log_ndtr, [(3,)], "real"),
@@ -355,13 +356,6 @@ def test_relative_entropy_derivatives_at_the_boundary_follow_jax():
     np.testing.assert_allclose(gy, [1, 1, 0, 1 - 2 / 3], rtol=1e-15)
 
 
-def test_mixed_second_derivative_of_betainc_raises_too():
-    # d/da of d/dx betainc is the density's derivative in a, but the inner grad
-    # computes betainc(a, ...) itself, which the outer transform differentiates in a
-    with pytest.raises(NotImplementedError, match="betainc: the derivative with respect to `a`"):
-        fgrad.grad(lambda a: fgrad.grad(fsp.betainc, argnums=2)(a, 1.5, 0.3))(2.0)
-
-
 # --- gammainc in a: gammainc_grad_a, fgrad's own ------------------------------------------------
 
 GRAD_A_POINTS = [(a, x) for a in (1e-3, 0.1, 0.5, 1.0, 2.5, 10.0, 60.0, 400.0)
@@ -421,6 +415,175 @@ def test_gammainc_second_derivative_in_a_raises():
             fgrad.jacfwd(fgrad.jit(fgrad.grad(f)))(2.0, 1.0)
 
 
+# --- betainc in a and b: betainc_grad_ab, fgrad's own -------------------------------------------
+
+def betainc_grid_points():
+    """a, b over [0.1, 200], x over (0, 1), with x at, just below and around (a+1)/(a+b+2), where
+    betainc_grad_ab turns from expanding I_x(a, b) to expanding I_1-x(b, a), and where it turns
+    from the power series to the continued fraction (b x = 2, a (1-x) = 2)."""
+    shapes = (0.1, 0.5, 1.0, 2.5, 10.0, 60.0, 200.0)
+    points = []
+    for a in shapes:
+        for b in shapes:
+            turn = (a + 1) / (a + b + 2)
+            for x in (1e-10, 1e-3, 0.1, 0.5, 0.9, 0.999, 0.9 * turn, turn, turn * (1 - 1e-9), min(1.1 * turn, 0.9999),
+                      2 / b, 1 - 2 / a):
+                if 0 < x < 1:
+                    points.append((a, b, x))
+    return np.array(points).T
+
+
+def betainc_derivative_reference(a, b, x):
+    """d/da and d/db of I_x(a, b) by mpmath (at the working precision), of I_1-x(b, a) where
+    I_x(a, b) is near 1 (mpmath's value of it has then no digits of the derivative left)."""
+    a, b, x = mpmath.mpf(a), mpmath.mpf(b), mpmath.mpf(x)
+    def lower(a, b, x, wrt_a):
+        if wrt_a:
+            return mpmath.diff(lambda s: mpmath.betainc(s, b, 0, x, regularized=True), a)
+        return mpmath.diff(lambda s: mpmath.betainc(a, s, 0, x, regularized=True), b)
+
+    if x < (a + 1) / (a + b + 2):
+        return float(lower(a, b, x, True)), float(lower(a, b, x, False))
+    return float(-lower(b, a, 1 - x, False)), float(-lower(b, a, 1 - x, True))
+
+
+def test_betainc_derivatives_in_a_and_b_against_mpmath():
+    a, b, x = betainc_grid_points()
+    got_a, got_b = fgrad.vmap(fgrad.grad(fsp.betainc, argnums=(0, 1)))(a, b, x)
+    with mpmath.workdps(40):
+        expected_a, expected_b = np.array([betainc_derivative_reference(*p) for p in zip(a, b, x)]).T
+    # relative: below 5e-14 on this grid (as fgrad.primitives.scipy_special documents it)
+    np.testing.assert_allclose(got_a, expected_a, rtol=5e-14, atol=0)
+    np.testing.assert_allclose(got_b, expected_b, rtol=5e-14, atol=0)
+    assert np.all(got_a <= 0) and np.all(got_b >= 0)  # I_x(a, b) falls in a and rises in b
+    np.testing.assert_array_equal(ssp.betainc_grad_ab(a, b, x, wrt="a"), got_a)
+
+
+@pytest.mark.parametrize("a, b, x", [(1e-3, 5.0, 0.3), (1e-8, 1e-8, 0.5), (0.3, 1e3, 0.0013), (1e3, 1e3, 0.4995),
+                                     (50.0, 1e4, 0.00507), (1e4, 50.0, 0.994)])
+def test_betainc_derivatives_in_a_and_b_far_out(a, b, x):
+    # below 3e-13 for a, b in [1e-3, 1e4] (documented)
+    got = fgrad.grad(fsp.betainc, argnums=(0, 1))(a, b, x)
+    with mpmath.workdps(40):
+        expected = betainc_derivative_reference(a, b, x)
+    np.testing.assert_allclose(got, expected, rtol=3e-13, atol=0)
+
+
+def test_betainc_derivatives_in_a_and_b_by_symmetry():
+    # I_x(a, b) = 1 - I_1-x(b, a) (at points where 1 - x is exact); at x = 1/2, a = b, d/da = -d/db;
+    # a = 1: I = 1 - (1-x)**b
+    x = np.array([2.0**-20, 0.25, 0.5, 0.75, 1 - 2.0**-10])
+    for a, b in [(1e-8, 3.0), (0.3, 7.0), (40.0, 2.0), (1e3, 1e3), (1e5, 0.5)]:
+        da, db = fgrad.vmap(fgrad.grad(fsp.betainc, argnums=(0, 1)), (None, None, 0))(a, b, x)
+        da_, db_ = fgrad.vmap(fgrad.grad(lambda a, b, y: -fsp.betainc(b, a, y), argnums=(0, 1)),
+                              (None, None, 0))(a, b, 1 - x)
+        np.testing.assert_allclose(da, da_, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(db, db_, rtol=1e-12, atol=1e-300)
+    for s in (1e-6, 0.5, 30.0, 1e4):
+        da, db = fgrad.grad(fsp.betainc, argnums=(0, 1))(s, s, 0.5)
+        assert da == pytest.approx(-db, rel=1e-13)
+    y = np.array([0.1, 0.5, 0.9])
+    db = fgrad.vmap(fgrad.grad(fsp.betainc, argnums=1), (None, None, 0))(1.0, 2.5, y)
+    np.testing.assert_allclose(db, -(1 - y) ** 2.5 * np.log1p(-y), rtol=1e-14)
+
+
+def test_betainc_grad_ab_special_values():
+    # 0 at x == 0 and x == 1 (betainc is 0 or 1 for every a, b); nan where betainc is nan
+    # and at the edges a = 0, b = 0 or inf, where it has no derivative
+    a = np.array([2.0, 2.0, 0.5, 0.0, -1.0, np.inf, np.nan, 2.0, 2.0, 2.0, 2.0, 2.0])
+    b = np.array([3.0, 3.0, 0.5, 3.0, 3.0, 3.0, 3.0, 0.0, np.inf, np.nan, 3.0, 3.0])
+    x = np.array([0.0, 1.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, -0.5, 1.5])
+    expected = [0, 0, 0] + [np.nan] * 9
+    for wrt in ("a", "b"):
+        np.testing.assert_array_equal(ssp.betainc_grad_ab(a, b, x, wrt=wrt), expected)
+        np.testing.assert_array_equal(ssp.betainc_grad_ab(2.0, 3.0, np.nan, wrt=wrt), np.nan)
+        np.testing.assert_array_equal(fgrad.jit(ssp.betainc_grad_ab, static_argnames="wrt")(a, b, x, wrt=wrt),
+                                      expected)
+    np.testing.assert_array_equal(fgrad.vmap(fgrad.grad(fsp.betainc))(a, b, x), expected)
+    # where I underflows, in logs (not 0 * inf): I = 3e-295, d/da = I (log x + ...)
+    with mpmath.workdps(30):
+        expected = float(mpmath.diff(lambda s: mpmath.betainc(s, 3, 0, mpmath.mpf(1e-295), regularized=True), 1))
+    assert ssp.betainc_grad_ab(1.0, 3.0, 1e-295, wrt="a") == pytest.approx(expected, rel=1e-13)
+    x32 = np.full(3, 0.5, np.float32)
+    for args in [(x32, x32, x32), (x32, x32, 0.5), (2.0, 3.0, x32), (x32, np.ones(3), x32)]:
+        assert ssp.betainc_grad_ab(*args, wrt="a").dtype == ss.betainc(*args).dtype
+    with pytest.raises(ValueError, match="wrt='a' or wrt='b', got wrt='x'"):
+        ssp.betainc_grad_ab(2.0, 3.0, 0.5, wrt="x")
+
+
+@settings(max_examples=15)
+@given(data=st.data(), seed=seeds)
+def test_betainc_derivatives_in_a_b_and_x(data, seed):
+    a_shape, b_shape, x_shape = data.draw(broadcast_pairs(3))
+    a, b = values(a_shape, "positive", seed) * 2, values(b_shape, "positive", seed + 1) * 3
+    x = values(x_shape, "positive", seed + 2) / 2.2
+    check_grads(lambda a, b: fsp.betainc(a, b, x), (a, b), order=1)  # once in a and b
+    check_grads(lambda x: fsp.betainc(a, b, x), (x,), order=3)  # every order in x
+    check_grads(fsp.betainc, (a, b, x), order=1)
+    # the derivatives in a and b once more in x (mixed, order 2 in all)
+    for argnum in (0, 1):
+        def da(x, argnum=argnum):
+            return fgrad.vmap(fgrad.grad(fsp.betainc, argnums=argnum), (None, None, 0))(1.7, 0.8, x.ravel())
+
+        check_grads(da, (x,), order=2)
+
+
+def test_betainc_mixed_derivatives_agree_both_ways_and_with_the_density():
+    # d/dx d/da I = d/da of the density x**(a-1) (1-x)**(b-1) / B(a, b), by mpmath
+    for (a, b, x) in [(2.0, 1.5, 0.3), (0.4, 7.0, 0.05), (30.0, 3.0, 0.95)]:
+        for argnum in (0, 1):
+            xa = fgrad.grad(lambda x: fgrad.grad(fsp.betainc, argnums=argnum)(a, b, x))(x)
+            ax = fgrad.grad(lambda s: fgrad.grad(fsp.betainc, argnums=2)(*((s, b) if argnum == 0 else (a, s)), x))(
+                (a, b)[argnum])
+            with mpmath.workdps(30):
+                def density(a, b):
+                    return x ** (a - 1) * (1 - mpmath.mpf(x)) ** (b - 1) / mpmath.beta(a, b)
+
+                shape = mpmath.mpf((a, b)[argnum])
+                expected = float(mpmath.diff(lambda s: density(s, b) if argnum == 0 else density(a, s), shape))
+            assert xa == pytest.approx(expected, rel=1e-13)
+            assert ax == pytest.approx(expected, rel=1e-13)
+    h = fgrad.hessian(fsp.betainc, argnums=2)(2.0, 1.5, 0.3)
+    assert h == pytest.approx(float(mpmath.diff(lambda t: mpmath.betainc(2, 1.5, 0, t, regularized=True), 0.3, 2)),
+                              rel=1e-13)
+
+
+def test_betainc_second_derivative_in_a_or_b_raises():
+    f = fsp.betainc
+    for argnum, name in ((0, "a"), (1, "b")):
+        match = rf"fgrad\.scipy\.special\.betainc: the second derivative with respect to `{name}` is not"
+        with pytest.raises(NotImplementedError, match=match):
+            fgrad.grad(fgrad.grad(f, argnums=argnum), argnums=argnum)(2.0, 3.0, 0.4)
+        with pytest.raises(NotImplementedError, match=match):
+            fgrad.jacfwd(fgrad.jit(fgrad.grad(f, argnums=argnum)), argnums=argnum)(2.0, 3.0, 0.4)
+        with pytest.raises(NotImplementedError, match=match):
+            check_grads(lambda s: f(*((s, 3.0) if argnum == 0 else (2.0, s)), 0.4), (2.5,), order=2)
+    with pytest.raises(NotImplementedError, match=r"second derivative with respect to `a` and `b` is not"):
+        fgrad.grad(fgrad.grad(f, argnums=0), argnums=1)(2.0, 3.0, 0.4)
+    with pytest.raises(NotImplementedError, match=r"betainc: the second derivative"):
+        fgrad.hessian(f, argnums=(0, 1))(2.0, 3.0, 0.4)
+    assert np.isfinite(fgrad.grad(fgrad.grad(f, argnums=0), argnums=2)(2.0, 3.0, 0.4))  # the mixed one in x is fine
+
+
+def test_betainc_derivatives_in_a_and_b_jit_equals_eager_and_vmap_a_loop():
+    a, b = values((2, 3), "positive", 3) * 4, values((3,), "positive", 4) * 20
+    x = values((2, 1), "positive", 5) / 2.1
+    def total(a, b):
+        return fnp.sum(fsp.betainc(a, b, x))
+
+    eager = fgrad.grad(total, argnums=(0, 1))(a, b)
+    jitted = fgrad.jit(fgrad.grad(total, argnums=(0, 1)))(a, b)
+    for e, j in zip(eager, jitted):
+        np.testing.assert_array_equal(j, e)
+    batched = fgrad.vmap(fgrad.grad(fsp.betainc, argnums=(0, 1)), (0, None, 0))(a[:, 0], 2.5, x[:, 0])
+    loop = [fgrad.grad(fsp.betainc, argnums=(0, 1))(a[i, 0], 2.5, x[i, 0]) for i in range(2)]
+    for k in range(2):
+        np.testing.assert_allclose(batched[k], np.stack([d[k] for d in loop]), rtol=1e-15)
+    jvp = fgrad.jit(lambda a, b: fgrad.jvp(lambda a: fsp.betainc(a, b, x), (a,), (fnp.ones_like(a),))[1])(a, b)
+    per_element = fgrad.vmap(fgrad.vmap(fgrad.grad(fsp.betainc)))(a, *np.broadcast_arrays(b, x, a)[:2])
+    np.testing.assert_allclose(jvp, per_element, rtol=1e-15)
+
+
 @given(shape=shapes, seed=seeds)
 @settings(max_examples=15)
 def test_multigammaln_derivatives(shape, seed):
@@ -432,8 +595,6 @@ def test_multigammaln_derivatives(shape, seed):
 # --- errors -------------------------------------------------------------------------------------
 
 NO_RULE = [
-    ("betainc", "a", lambda a: fsp.betainc(a, 2.0, 0.5)),
-    ("betainc", "b", lambda b: fsp.betainc(2.0, b, 0.5)),
     ("zeta", "x", lambda x: fsp.zeta(x, 2.0)),
     ("zeta", "x", lambda x: fsp.zeta(x)),
 ]

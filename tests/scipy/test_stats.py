@@ -231,17 +231,20 @@ def test_density_derivatives_in_the_shape_parameters(dist, method):
 @pytest.mark.parametrize("method", ["cdf", "logcdf", "sf", "logsf"])
 @pytest.mark.parametrize("dist", ["t", "gamma", "beta"])
 def test_tail_derivatives_in_the_shape_parameters_are_right_or_raise(dist, method):
-    # gammainc has a first derivative in a (gamma's tails: right to order 1, and a second
-    # raises); betainc has none in a or b (t's and beta's tails raise at once): an error,
-    # never a number.
+    # gammainc and betainc have first derivatives in their shape parameters (gammainc_grad_a,
+    # betainc_grad_ab): the tails are right to order 1 in each, and a second derivative
+    # raises, naming the function: an error, never a number.
     f = getattr(getattr(fs, dist), method)
     x = GRAD_X.get(dist, np.array([-1.3, 0.6, 2.1]))
     params = [np.where(np.isinf(p), 3.0, p) for p in GRAD_PARAMS[dist]]
-    g = lambda p: f(x, p, *params[1:])  # noqa: E731
-    if dist == "gamma":
-        check_grads(g, (params[0],), order=1)
-    with pytest.raises(NotImplementedError, match="gammainc" if dist == "gamma" else "betainc"):
-        check_grads(g, (params[0],), order=2 if dist == "gamma" else 1)
+    check_grads(lambda *params: f(x, *params), tuple(params), order=1)
+    match = "gammainc" if dist == "gamma" else "betainc"
+    for i in range(len(params)):
+        def g(p, i=i):
+            return f(x, *params[:i], p, *params[i + 1:])
+
+        with pytest.raises(NotImplementedError, match=rf"{match}: the second derivative"):
+            check_grads(g, (params[i],), order=2)
 
 
 def test_derivatives_at_the_edge_of_the_support_are_those_of_the_formula():
