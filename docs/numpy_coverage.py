@@ -121,9 +121,7 @@ STATS_ARGS: dict[str, tuple[Any, ...]] = {
 # Functions with a derivative in some of their arguments only (the others raise
 # NotImplementedError, as they must where fgrad has no rule): those positions.
 ONLY_IN: dict[str, tuple[int, ...]] = {
-    "betainc": (2,), "zeta": (1,), "scipy.stats.t.cdf": (0,), "scipy.stats.t.logcdf": (0,),
-    "scipy.stats.t.sf": (0,), "scipy.stats.t.logsf": (0,), "scipy.stats.beta.cdf": (0,),
-    "scipy.stats.beta.logcdf": (0,), "scipy.stats.beta.sf": (0,), "scipy.stats.beta.logsf": (0,),
+    "zeta": (1,),
     # Off the simplex the density is not defined: its derivative is in alpha.
     "scipy.stats.dirichlet.logpdf": (1,), "scipy.stats.dirichlet.pdf": (1,),
 }

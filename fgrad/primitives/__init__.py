@@ -19,9 +19,9 @@
 | gather | gather scatter_add scatter_set scatter_mul scatter_min scatter_max scatter_mul_cofactors |
 | special | erf erfc erf_inv lgamma digamma polygamma logistic logit xlogy xlog1py entr |
 | fft | fft |
-| scipy_special | gamma rgamma gammasgn beta betaln betainc gammainc gammaincc gammainc_grad_a erfcinv |
-| | ndtri log_ndtr i0 i0e i1 i1e j0 j1 y0 y1 bessel_over_power zeta riemann_zeta rel_entr |
-| | kl_div erf_complex erfc_complex |
+| scipy_special | gamma rgamma gammasgn beta betaln betainc betainc_grad_ab gammainc gammaincc |
+| | gammainc_grad_a erfcinv ndtri log_ndtr i0 i0e i1 i1e j0 j1 y0 y1 bessel_over_power zeta |
+| | riemann_zeta rel_entr kl_div erf_complex erfc_complex |
 | scipy_linalg | triangular_solve lu_factor pivots_to_permutation expm expm_frechet |
 | random | random_bits random_fold_in random_gamma random_gamma_grad |
 
