@@ -34,7 +34,7 @@ from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tre
 
 __all__ = ["jit"]
 
-CACHE_SIZE = 64  # traced versions kept per jitted function
+CACHE_SIZE = 64  # traced versions kept per jitted function (least recently used go first)
 _log = logging.getLogger("fgrad.jit")
 
 _ABSTRACT_ADVICE = (
@@ -107,7 +107,12 @@ class Compiled:
 
 
 class Jitted:
-    """The function `jit` returns: call it like the function it wraps."""
+    """The function `jit` returns: call it like the function it wraps.
+
+    It keeps at most CACHE_SIZE (64) traced versions, the least recently used
+    going first (`clear_cache()` drops them all); a call whose trace raises
+    keeps nothing. Threads may call it at once.
+    """
 
     def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
                  static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...]) -> None:
@@ -126,7 +131,10 @@ class Jitted:
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         # The common call, positional arrays and numbers with no transform
-        # active, finds its entry by a cheaper key than the full one.
+        # active, finds its entry by a cheaper key than the full one. At most
+        # CACHE_SIZE keys, then emptied; read and written without the lock
+        # (a dict's get, set and clear are atomic, and a lost entry is found
+        # again through `_cache`).
         self._fast_calls = not (static_argnums or self._named_positions or donate_argnums)
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 

@@ -20,7 +20,9 @@ NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,21 +83,34 @@ class Primitive:
 class Trace:
     """An interpreter of primitives. `parent` is the trace that was current when
     this one was made; `dead` is set when its transform returns, after which any
-    of its tracers that is used raises `UnexpectedTracerError`."""
+    of its tracers that is used raises `UnexpectedTracerError`, as does one used
+    in a thread other than `thread`, the one that made the trace.
 
-    __slots__ = ("parent", "transform", "dead")
+    A trace runs in the thread that made it, so `state` holds that thread's
+    current-trace storage, `ctx.__dict__` there: rules that make another trace
+    current for a moment (`state["trace"] = ...`) switch it there without the
+    cost of a thread-local lookup. A root trace (evaluation, no parent) is
+    shared by all threads and has no `state`.
+    """
+
+    __slots__ = ("parent", "transform", "dead", "thread", "state")
 
     def __init__(self, parent: Trace | None, transform: str) -> None:
         self.parent = parent
         self.transform = transform  # for messages: "grad of f", "make_jaxpr of f"
         self.dead = False
+        self.thread = get_ident()
+        self.state: dict[str, Any] = None if parent is None else ctx.__dict__  # type: ignore[assignment]
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         raise NotImplementedError
 
     def check_foreign(self, x: Tracer) -> None:
-        """Called on a tracer of another trace: fine if that trace is still running."""
-        if x._trace.dead:
+        """Called on a tracer of another trace: fine if that trace is still
+        running, in this thread (then it is one of this trace's ancestors).
+        This trace is one of the current thread's, so its `thread` says which."""
+        trace = x._trace
+        if trace.dead or trace.thread != self.thread:
             raise escaped_tracer_error(x)
 
     def overwrite(
@@ -141,11 +156,20 @@ class EvalTrace(Trace):
 EVAL_TRACE = EvalTrace(None, "evaluation")
 
 
-class _Context:
-    __slots__ = ("trace",)
+class _Context(threading.local):
+    """The current trace, one per thread: `ctx.trace`. Each thread starts with
+    the class's `initial` (evaluation; set it on the class, `type(ctx).initial`,
+    to change what new threads start with) and its transforms nest on it
+    independently of other threads. No `__slots__`: a slot would be one value
+    shared by all threads. Reading `ctx.trace` costs about 20-40 ns more than
+    an attribute of a plain object, which the eager path pays once per call;
+    transforms switch the current trace through `Trace.state` instead, this
+    thread's `ctx.__dict__`, a plain dict."""
+
+    initial: Trace = EVAL_TRACE
 
     def __init__(self) -> None:
-        self.trace: Trace = EVAL_TRACE
+        self.trace: Trace = self.initial
 
 
 ctx = _Context()
@@ -161,17 +185,28 @@ class tracing:
         self.trace = trace
 
     def __enter__(self) -> Trace:
-        self.prev = ctx.trace
-        ctx.trace = self.trace
+        state = self.trace.state  # a new trace, made in this thread
+        self.prev = state["trace"]
+        state["trace"] = self.trace
         return self.trace
 
     def __exit__(self, *exc: object) -> None:
-        ctx.trace = self.prev
+        self.trace.state["trace"] = self.prev
         self.trace.dead = True
 
 
 def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:
+    """The error for using `x` after its transform returned, or in another thread."""
     trace = x._trace
+    if not trace.dead:
+        return UnexpectedTracerError(
+            f"A traced value ({x.aval.str_short()}) created by `{trace.transform}` in thread "
+            f"{trace.thread} was used in thread {get_ident()}: a traced value crossed threads. "
+            "Each thread runs its own transforms, and a value traced by one means nothing to "
+            "another (it was probably shared through a global, an attribute or a queue). Pass "
+            "plain arrays between threads: return the value from the transformed function first, "
+            "or compute it inside the thread that uses it."
+        )
     return UnexpectedTracerError(
         f"A traced value ({x.aval.str_short()}) created by `{trace.transform}` was used after "
         "that transform had returned: it escaped, for instance by being stored in a global, an "
@@ -250,7 +285,7 @@ class Tracer:
 
     # --- Python conversions: need a concrete value ---------------------------
     def _concrete(self, conversion: str) -> Any:
-        if self._trace.dead:
+        if self._trace.dead or self._trace.thread != get_ident():
             raise escaped_tracer_error(self)
         return self.concrete_value(conversion)
 
@@ -272,7 +307,7 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         # NumPy asks for this in np.asarray, np.array, np.float64(...) (after
         # __float__) and the other scalar types, and `y[...] = x` into an array.
-        if self._trace.dead:
+        if self._trace.dead or self._trace.thread != get_ident():
             raise escaped_tracer_error(self)
         raise self.conversion_error(_NUMPY_CONVERSION)
 
@@ -299,12 +334,12 @@ class Tracer:
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if self._trace.dead:
+        if self._trace.dead or self._trace.thread != get_ident():
             raise escaped_tracer_error(self)
         return array_ops["__array_ufunc__"](ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        if self._trace.dead:
+        if self._trace.dead or self._trace.thread != get_ident():
             raise escaped_tracer_error(self)
         return array_ops["__array_function__"](func, args, kwargs)
 
@@ -353,7 +388,8 @@ class Tracer:
         return array_ops["not_equal"](self, other)
 
     def __getitem__(self, idx: Any) -> Any:
-        if self._trace.dead:  # NumPy would index it as an object, never reaching a check
+        trace = self._trace
+        if trace.dead or trace.thread != get_ident():  # NumPy would index it as an object, never checking
             raise escaped_tracer_error(self)
         return array_ops["getitem"](self, idx)
 

@@ -231,7 +231,9 @@ class _BufferPlan:
 def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Callable[[list[Any]], None]]:
     """`take()` a list of buffers for `avals` that no running call holds, and
     `give(buffers)` them back when the call is done: threads and nested calls
-    each get their own."""
+    each get their own. The pool holds at most as many lists as calls ever
+    ran at once; a call that raises does not give its list back. Safe
+    without a lock: `list.pop` and `list.append` are atomic."""
     pool: list[list[Any]] = []
 
     def take() -> list[Any]:

@@ -100,6 +100,8 @@ def last_uses(jaxpr: Jaxpr, reverse: bool = False) -> dict[int, list[Var]]:
     return out
 
 
+# Cache of last_uses: at most two entries (forward, reverse) per jaxpr alive,
+# going with their jaxpr (weak keys); locked.
 _last_uses: weakref.WeakKeyDictionary[Jaxpr, dict[bool, dict[int, list[Var]]]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
@@ -391,6 +393,9 @@ def _primitive_named(name: str) -> Primitive | None:
     return found
 
 
+# Cache of _primitive_named: at most one entry per primitive. Filled without a
+# lock: a dict's get and set are atomic, and two threads that miss together
+# store the same primitive.
 _by_name: dict[str, Primitive] = {}
 
 

@@ -81,12 +81,13 @@ class BatchTrace(Trace):
         rule = batch_rules.get(prim)
         if rule is None:
             raise missing_rule_error(prim.name, f"batching (needed by {self.transform})")
-        prev = ctx.trace
-        ctx.trace = self.parent  # type: ignore[assignment]
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.parent
         try:
             out, out_dim = rule(vals, dims, **params)
         finally:
-            ctx.trace = prev
+            state["trace"] = prev
         if prim.multiple_results:
             return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return out if out_dim is None else BatchTracer(self, out, out_dim)
@@ -118,12 +119,13 @@ class BatchTrace(Trace):
                     return None
                 x = x.val
             vals.append(x)
-        prev = ctx.trace
-        ctx.trace = self.parent  # type: ignore[assignment]
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.parent
         try:
             out = self.parent.overwrite(rule, val, vals, params)  # type: ignore[union-attr]
         finally:
-            ctx.trace = prev
+            state["trace"] = prev
         if out is None:
             return None
         return [None if o is None else BatchTracer(self, o, 0) for o in out]

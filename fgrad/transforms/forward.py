@@ -110,14 +110,15 @@ class JVPTrace(Trace):
         elif kind is Linearization:
             primal_out, tangent_out = self.apply_linearization(prim, rule, primals, tangents, params)  # type: ignore[arg-type]
         else:
-            prev = ctx.trace
-            ctx.trace = rule_trace = self.rule_trace
+            state = self.state
+            prev = state["trace"]
+            state["trace"] = rule_trace = self.rule_trace
             if type(rule_trace) is StagingTrace:  # linearizing: tell the jaxpr where its equations come from
                 rule_trace.source = prim.name
             try:
                 primal_out, tangent_out = rule(primals, tangents, **params)  # type: ignore[operator]
             finally:
-                ctx.trace = prev
+                state["trace"] = prev
         if prim.multiple_results:
             if tangent_out is None:
                 return primal_out
@@ -131,24 +132,26 @@ class JVPTrace(Trace):
         params: dict[str, Any],
     ) -> tuple[Any, Any]:
         """Forward mode of a primitive with its own reverse mode: its jvp."""
-        prev = ctx.trace
-        ctx.trace = self.rule_trace
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.rule_trace
         try:
             return rule.jvp(primals, tangents, **params)
         finally:
-            ctx.trace = prev
+            state["trace"] = prev
 
     def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         """One equation of the tangent computation, `prim` on tangents (and
         primal values): bound on the rule trace. Linearization records it into
         its linear jaxpr instead (`LinearizeTrace.emit`); that is the only
         difference between applying a rule given as data in the two modes."""
-        prev = ctx.trace
-        ctx.trace = self.rule_trace
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.rule_trace
         try:
             return prim.bind(*args, **params) if params else prim.bind(*args)
         finally:
-            ctx.trace = prev
+            state["trace"] = prev
 
     def apply_factors(
         self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
@@ -163,12 +166,13 @@ class JVPTrace(Trace):
             if t is None or factor is None:
                 continue
             if callable(factor):
-                prev = ctx.trace
-                ctx.trace = self.parent  # type: ignore[assignment]
+                state = self.state
+                prev = state["trace"]
+                state["trace"] = self.parent
                 try:
                     factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
                 finally:
-                    ctx.trace = prev
+                    state["trace"] = prev
             if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
                 c = t if factor == 1 else emit(neg_p, (t,), _NO_PARAMS)
             else:

@@ -90,12 +90,13 @@ class LinearizeTrace(JVPTrace):
         """Reverse mode of a primitive with its own: its linearize rule, run
         with the primal trace current, staging through `self.stage`."""
         self.rule_trace.source = prim.name  # type: ignore[attr-defined]
-        prev = ctx.trace
-        ctx.trace = self.parent  # type: ignore[assignment]
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.parent
         try:
             return rule.linearize(self, primals, tangents, **params)
         finally:
-            ctx.trace = prev
+            state["trace"] = prev
 
     def stage(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         """Record `prim` on `args` in the linear jaxpr: tangents (this trace's
@@ -172,10 +173,12 @@ def linearize_flat(
         tangent = tangent_trace.new_arg(aval)
         # An integer input has no tangent; its jaxpr input is simply unused.
         ins.append(JVPTracer(trace, p, tangent) if is_inexact_dtype(aval.dtype) else p)
-    with tracing(trace):
-        outs = fun(*ins)
-        outs, aux = outs if has_aux else (outs, [])
-    tangent_trace.dead = True
+    try:
+        with tracing(trace):
+            outs = fun(*ins)
+            outs, aux = outs if has_aux else (outs, [])
+    finally:  # also when `fun` raises: no tangent may outlive the call
+        tangent_trace.dead = True
     primals_out, tangents_out, nonzero, out_avals = [], [], [], []
     for x in outs:
         p, t = trace.split(x)
@@ -219,13 +222,16 @@ def linearize_jaxpr(
     found: dict[str, Any] = {}
 
     def known_part(*primals: Any) -> list[Any]:
-        tangent_trace = StagingTrace(ctx.trace, "linearize of a jaxpr", stage_constants=False)
-        trace = LinearizeTrace(ctx.trace, "linearize of a jaxpr", rule_trace=tangent_trace)
+        parent = ctx.trace
+        tangent_trace = StagingTrace(parent, "linearize of a jaxpr", stage_constants=False)
+        trace = LinearizeTrace(parent, "linearize of a jaxpr", rule_trace=tangent_trace)
         ins = [JVPTracer(trace, p, tangent_trace.new_arg(a.strip_weak_type())) if nz else p
                for p, a, nz in zip(primals, closed.in_avals, nonzeros)]
-        with tracing(trace):
-            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
-        tangent_trace.dead = True
+        try:
+            with tracing(trace):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+        finally:
+            tangent_trace.dead = True
         primals_out, tangents_out = [], []
         for x, a, i in zip(outs, closed.out_avals, inst):
             p, t = trace.split(x)
@@ -250,6 +256,9 @@ def linearize_jaxpr(
     return known, linear, found["out_nonzeros"], sum(residual)
 
 
+# One UndefinedPrimal per aval, as ShapedArray interns one aval per (shape,
+# dtype, weak type): bounded by the shapes the program uses. No lock: two
+# threads that miss together make two equal placeholders, and one is kept.
 _undefined: dict[ShapedArray, UndefinedPrimal] = {}
 
 

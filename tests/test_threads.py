@@ -1,0 +1,203 @@
+"""Threads: each thread has its own current trace, caches are shared safely,
+and a traced value used in a thread other than its own raises.
+
+The threads start together at a barrier and the interpreter switches between
+them every few microseconds, so their transforms really interleave.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import lax
+from fgrad.core.trace import EVAL_TRACE, EvalTrace, ctx
+
+THREADS = 8
+CALLS = 200  # per thread, of each of the computations below
+
+
+@pytest.fixture(autouse=True)
+def fast_switching() -> Iterator[None]:
+    """Switch threads every 5 microseconds instead of every 5 ms."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(5e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def run_threads(work: Callable[[int], Any], n: int = THREADS) -> list[Any]:
+    """`work(i)` in thread i for i < n, started together; their results, or the
+    first exception any of them raised."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+    errors: list[BaseException] = []
+
+    def target(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except BaseException as e:  # handed to the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def loss(w: Any, x: Any) -> Any:
+    return fnp.sum(fnp.tanh(x @ w) ** 2) + fnp.sum(fnp.sin(w) * w)
+
+
+def loop_loss(w: Any, x: Any) -> Any:
+    # Python control flow on concrete values, and lax loops, under the same grad.
+    total = 0.0
+    for i in range(3):
+        if i % 2 == 0:
+            total = total + fnp.sum(fnp.exp(-w * x[i]))
+    carry = lax.fori_loop(0, 3, lambda j, c: c * 0.9 + fnp.sum(w), 0.0)
+    return total + carry
+
+
+shared_step = fgrad.jit(lambda w, x: w - 0.1 * fgrad.grad(loss)(w, x))  # traced by every thread
+
+
+def computations(i: int) -> dict[str, Callable[[], Any]]:
+    """Thread i's computations, each of its own shapes."""
+    rng = np.random.default_rng(i)
+    n = 2 + i
+    w, x = rng.standard_normal(n), rng.standard_normal((3, n))
+    batch = rng.standard_normal((4, n))
+    own_jit = fgrad.jit(lambda w, x: fnp.cos(x @ w) * (i + 1))
+    return {
+        "grad": lambda: fgrad.grad(loss)(w, x),
+        "grad of loops": lambda: fgrad.grad(loop_loss)(w, x),
+        "vmap of grad": lambda: fgrad.vmap(fgrad.grad(loss), in_axes=(0, None))(batch, x),
+        "vjp": lambda: fgrad.vjp(lambda w: fnp.tanh(x @ w), w)[1](np.ones(3)),
+        "jvp": lambda: fgrad.jvp(lambda w: loss(w, x), (w,), (np.ones(n),)),
+        "jit": lambda: own_jit(w, x),
+        "shared jit": lambda: shared_step(w, x),
+        "grad of jit": lambda: fgrad.grad(lambda w: fnp.sum(own_jit(w, x)))(w),
+        "hessian": lambda: fgrad.hessian(lambda w: loss(w, x))(w),
+    }
+
+
+def test_transforms_in_eight_threads_agree_with_one_thread() -> None:
+    expected = [{name: fn() for name, fn in computations(i).items()} for i in range(THREADS)]
+    shared_step.clear_cache()
+
+    def work(i: int) -> dict[str, list[Any]]:
+        assert ctx.trace is EVAL_TRACE  # a new thread starts with no transform
+        mine = computations(i)
+        got: dict[str, list[Any]] = {name: [] for name in mine}
+        for _ in range(CALLS):
+            for name, fn in mine.items():
+                got[name].append(fn())
+        return got
+
+    for i, got in enumerate(run_threads(work)):
+        for name, values in got.items():
+            for value in values:
+                for a, b in zip(fgrad.tree_util.tree_leaves(value),
+                                fgrad.tree_util.tree_leaves(expected[i][name])):
+                    np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=f"thread {i}: {name}")
+    assert ctx.trace is EVAL_TRACE
+
+
+def test_a_thread_inside_a_transform_does_not_change_another_threads_trace() -> None:
+    inside, leave = threading.Event(), threading.Event()
+    seen: list[Any] = []
+
+    def slow(x: Any) -> Any:
+        inside.set()
+        leave.wait(10)
+        return fnp.sin(x)
+
+    thread = threading.Thread(target=lambda: seen.append(fgrad.grad(slow)(0.5)))
+    thread.start()
+    try:
+        assert inside.wait(10)
+        assert ctx.trace is EVAL_TRACE  # the other thread's grad is its own
+        assert fgrad.grad(fnp.cos)(0.5) == pytest.approx(-np.sin(0.5))
+        assert fnp.exp(np.float64(0.0)) == 1.0
+    finally:
+        leave.set()
+        thread.join()
+    assert seen == [pytest.approx(np.cos(0.5))]
+
+
+def test_a_new_thread_starts_with_the_initial_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    checking = EvalTrace(None, "evaluation with checks")
+    monkeypatch.setattr(type(ctx), "initial", checking)
+    seen: list[Any] = []
+    thread = threading.Thread(target=lambda: seen.append(ctx.trace))
+    thread.start()
+    thread.join()
+    assert seen == [checking]
+    assert ctx.trace is EVAL_TRACE  # a thread that had started keeps its own
+
+
+def test_a_tracer_used_in_another_thread_raises() -> None:
+    box: list[Any] = []
+    ready, done = threading.Event(), threading.Event()
+
+    def f(x: Any) -> Any:
+        box.append(x * 2.0)  # a live tracer of this thread's grad
+        ready.set()
+        done.wait(10)
+        return fnp.sin(x)
+
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(fgrad.grad(f)(1.0)))
+    thread.start()
+    try:
+        assert ready.wait(10)
+        tracer = box[0]
+        uses: dict[str, Callable[[], Any]] = {
+            "eager fnp": lambda: fnp.sin(tracer),
+            "operator": lambda: tracer + 1.0,
+            "numpy": lambda: np.exp(tracer),
+            "bool": lambda: bool(tracer > 0),
+            "indexing": lambda: tracer[None],
+            "grad": lambda: fgrad.grad(lambda y: y * tracer)(3.0),
+            "vmap": lambda: fgrad.vmap(lambda y: y + tracer)(np.ones(2)),
+            "make_jaxpr": lambda: fgrad.make_jaxpr(lambda y: y * tracer)(3.0),
+            "jit": lambda: fgrad.jit(lambda y: y * tracer)(3.0),
+        }
+        for name, use in uses.items():
+            with pytest.raises(fgrad.UnexpectedTracerError, match="crossed threads") as info:
+                use()
+            assert "grad" in str(info.value), name
+    finally:
+        done.set()
+        thread.join()
+    assert results == [pytest.approx(np.cos(1.0))]  # the owner is unaffected
+    with pytest.raises(fgrad.UnexpectedTracerError, match="after that transform had returned"):
+        fnp.sin(box[0])  # now it is dead: that is the error
+    assert ctx.trace is EVAL_TRACE
+
+
+def test_a_thread_may_use_a_vjp_function_made_in_another() -> None:
+    # A vjp function holds a jaxpr and residuals, no live tracer: it may be
+    # shared, and called in many threads at once.
+    x = np.linspace(0.1, 1.0, 5)
+    _, vjp_fn = fgrad.vjp(lambda x: fnp.sin(x) * x, x)
+    expected = np.cos(x) * x + np.sin(x)
+    results = run_threads(lambda i: [vjp_fn(np.ones(5))[0] for _ in range(CALLS)])
+    for values in results:
+        for value in values:
+            np.testing.assert_allclose(value, expected, rtol=1e-12)
