@@ -173,7 +173,8 @@ class debug_nans:
     FloatingPointError: the primitive `mul` produced NaN ...
 
     Setting FGRAD_DEBUG_NANS=1 in the environment turns it on for the whole
-    process. Evaluation is slower while it is on.
+    process, every thread included; `with debug_nans():` for the thread that
+    enters it. Evaluation is slower while it is on.
     """
 
     def __init__(self, enabled: bool = True) -> None:
@@ -196,4 +197,5 @@ class debug_nans:
 
 
 if os.environ.get("FGRAD_DEBUG_NANS", "") not in ("", "0"):
+    type(ctx).initial = _NAN_TRACE  # the trace every new thread starts with
     ctx.trace = _NAN_TRACE

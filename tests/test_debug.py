@@ -58,11 +58,13 @@ def test_debug_nans_names_the_primitive_and_the_forward_operation():
     assert fnp.log(-1.0) != fnp.log(-1.0)  # off again: plain NumPy NaN
 
 
-def test_debug_nans_from_the_environment():
-    code = "import fgrad.numpy as fnp\ntry:\n    fnp.sqrt(-1.0)\nexcept FloatingPointError:\n    print('raised')"
+def test_debug_nans_from_the_environment_in_every_thread():
+    code = ("import threading\nimport fgrad.numpy as fnp\n"
+            "def check():\n    try:\n        fnp.sqrt(-1.0)\n    except FloatingPointError:\n        print('raised')\n"
+            "check()\nt = threading.Thread(target=check)\nt.start()\nt.join()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"FGRAD_DEBUG_NANS": "1", "PATH": ""}, check=True)
-    assert out.stdout.strip() == "raised"
+    assert out.stdout.split() == ["raised", "raised"]
 
 
 def test_debug_nans_outside_transforms_only():
