@@ -1,9 +1,9 @@
-# make demo | test | lint | bench — each sets up .venv itself on first use.
+# make demo | test | test-slow | lint | bench — each sets up .venv itself on first use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# The long property tests (marked slow), which `make test` skips.
+test-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -m slow
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

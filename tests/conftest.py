@@ -30,3 +30,18 @@ def _check_every_staged_jaxpr(monkeypatch):
         return closed
 
     monkeypatch.setattr(StagingTrace, "to_jaxpr", checked)
+
+
+# Tests marked `slow` (long property runs) are skipped unless selected by a
+# marker expression naming them: `pytest -m slow` (`make test-slow`).
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long test, skipped unless selected with -m slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow (make test-slow)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
