@@ -38,18 +38,18 @@ from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
 from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
+from .ir.cache import cached_per_jaxpr
 from .ir.check import check_operands
 from .ir.evaluate import eval_closed_now, eval_jaxpr
 from .ir.jaxpr import ClosedJaxpr
-from .ir.passes import dce_closed_jaxpr
 from .ir.staging import closure_convert, trace_to_jaxpr
 from .primitives import elementwise
 from .primitives.batching import batch_size, move_axis, with_batch_axis
 from .primitives.derivatives import is_linear, zeros
 from .transforms.batching import batch_flat, batch_jaxpr
-from .transforms.call import call_batch, call_jvp, call_transpose, unpack_tangents
+from .transforms.call import call_batch, call_jvp, call_transpose
 from .transforms.forward import JVPTracer, jvp_jaxpr
-from .transforms.reverse import LinearizeTrace
+from .transforms.reverse import LinearizeTrace, linearize_jaxpr
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
 
@@ -692,12 +692,30 @@ def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: l
     outs = checkpoint_p.bind(*primals, jaxpr=jaxpr, name=name)  # the primal part, now
     # The tangent part, staged as one checkpoint equation holding only the
     # inputs: its transpose recomputes what it needs from them.
-    jvp, out_nonzeros = jvp_jaxpr(jaxpr, tuple(t is not None for t in tangents), False)
-    n_out = len(jaxpr.out_avals)
-    tangent_part = dce_closed_jaxpr(jvp, [False] * n_out + [True] * sum(out_nonzeros))
+    tangent_part, out_nonzeros = _recomputing_tangents(jaxpr, tuple(t is not None for t in tangents))
     t_outs = trace.stage(checkpoint_p, [*primals, *(t for t in tangents if t is not None)],
                          {"jaxpr": tangent_part, "name": name})
-    return outs, unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
+    it = iter(t_outs)
+    return outs, [next(it) if nz else None for nz in out_nonzeros]
+
+
+@cached_per_jaxpr
+def _recomputing_tangents(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...]
+                          ) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+    """(primals, tangents) -> output tangents: the body's primal part computing
+    the residuals, then its linear part, from the body's linearization (so that
+    loops, conds and custom rules inside it split into a part that runs forward
+    and a linear part that transposes). Cached."""
+    known, linear, out_nonzeros, _ = linearize_jaxpr(jaxpr, nonzeros, False)
+    n_in, n_out = len(jaxpr.in_avals), len(jaxpr.out_avals)
+
+    def tangents_of(*args: Any) -> list[Any]:
+        res = eval_jaxpr(known.jaxpr, known.consts, *args[:n_in])[n_out:]
+        return eval_jaxpr(linear.jaxpr, linear.consts, *res, *args[n_in:])
+
+    tangent_avals = [a.strip_weak_type() for a, nz in zip(jaxpr.in_avals, nonzeros) if nz]
+    staged = trace_to_jaxpr(tangents_of, [*jaxpr.in_avals, *tangent_avals], "checkpoint", fresh=True)
+    return staged, out_nonzeros
 
 
 jvp_rules[checkpoint_p] = Linearization(call_jvp(checkpoint_p), _checkpoint_linearize)

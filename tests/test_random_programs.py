@@ -244,13 +244,11 @@ def _cond_times_input(v: Any) -> Any:
     return fgrad.lax.cond(v > 0, fnp.sin, fnp.cos, v) * v
 
 
-# Found by the programs above: checkpoint's reverse mode stages the jvp of its
-# body (jvp_jaxpr) and transposes it, which fails for every body whose jvp is
+# Found by the programs above: checkpoint's reverse mode staged the jvp of its
+# body (jvp_jaxpr) and transposed it, which failed for every body whose jvp is
 # not itself linear in the tangents: a custom_vjp (no forward mode), the loops
 # (their jvp carries primals and tangents together, and has no transpose rule)
-# and a cond whose result is multiplied after it. The strategy keeps
-# checkpoint's body to unary ops until it linearizes the body instead, as cond
-# and while_loop do.
+# and a cond whose result is multiplied after it. It now linearizes the body.
 _IN_CHECKPOINT = {
     "custom_vjp": (soft_sign, lambda x: (1 - x * x) / (1 + x * x) ** 2),
     "fori_loop": (lambda v: fgrad.lax.fori_loop(0, 2, lambda i, v: fnp.sin(v), v),
@@ -264,10 +262,9 @@ _IN_CHECKPOINT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fgrad bug: checkpoint's reverse mode transposes the jvp of its body instead of linearizing it"))
 @pytest.mark.parametrize("body", sorted(_IN_CHECKPOINT))
 def test_regression_grad_of_checkpoint_of(body):
     fun, derivative = _IN_CHECKPOINT[body]
     x = 0.5
     np.testing.assert_allclose(fgrad.grad(fgrad.checkpoint(fun))(x), derivative(x), rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jit(fgrad.grad(fgrad.checkpoint(fun)))(x), derivative(x), rtol=1e-12)
