@@ -29,8 +29,11 @@ def normalize_argnums(argnums: int | Sequence[int], nargs: int, fun: Callable[..
     """Argnums as a tuple of non-negative ints; TypeError/ValueError when misused."""
     if type(argnums) is int and 0 <= argnums < nargs:
         return (argnums,)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if not nums or not all(isinstance(i, int) for i in nums):
+    try:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    except TypeError:  # not iterable: a float, None, ...
+        nums = ()
+    if not nums or not all(isinstance(i, int) and not isinstance(i, bool) for i in nums):
         raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     out = []
     for i in nums:

@@ -26,6 +26,9 @@ def test_argnums_errors():
         fgrad.grad(f, argnums=2)(1.0, 2.0)
     with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple"):
         fgrad.grad(lambda x: x, argnums="x")(1.0)
+    for wrong in (1.0, None, True, ()):
+        with pytest.raises(TypeError, match=f"argnums must be an int or a non-empty tuple of ints, got {wrong!r}"):
+            fgrad.grad(f, argnums=wrong)(1.0, 2.0)
     with pytest.raises(ValueError, match="same argument twice"):
         fgrad.grad(lambda x: x, argnums=(0, 0))(1.0)
 
