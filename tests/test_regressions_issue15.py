@@ -6,6 +6,7 @@ constant's tangent, and jacfwd refusing a float32 input beside a float64 one.
 """
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import fgrad
@@ -116,3 +117,20 @@ def test_jacrev_of_a_float32_output_beside_a_float64_one():
     assert_array_equal(j_ab, np.zeros((2, 2)))
     assert_array_equal(j_ba, np.zeros((2, 2)))
     assert_array_equal(j_bb, 3 * np.eye(2))
+
+
+@pytest.mark.parametrize("verb, want", [("add", 1.5), ("multiply", 0.5), ("min", 0.5), ("max", 1.0),
+                                        ("set", 0.5)])
+def test_an_update_of_one_element_at_a_traced_index_under_jit(verb, want):
+    """Found by the error catalogue: a 0-d value at a traced 0-d index of a 1-d array
+    reached NumPy's ufunc.at as a 1-d array (np.ascontiguousarray makes 0-d 1-d),
+    which refused it."""
+    f = fgrad.jit(lambda x, i, v: getattr(fnp.at(x)[i], verb)(v))
+    assert_array_equal(f(np.ones(3), 1, 0.5), [1.0, want, 1.0])
+    # and its derivatives, against the same update at a constant index
+    g = lambda x, v: fnp.sum(getattr(fnp.at(x)[1], verb)(v) * np.arange(1.0, 4.0))  # noqa: E731
+    got = fgrad.jit(fgrad.grad(lambda x, i, v: fnp.sum(getattr(fnp.at(x)[i], verb)(v) * np.arange(1.0, 4.0)),
+                               argnums=(0, 2)))(np.full(3, 0.7), 1, 0.5)
+    want_grads = fgrad.grad(g, argnums=(0, 1))(np.full(3, 0.7), 0.5)
+    for a, b in zip(got, want_grads, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-15)

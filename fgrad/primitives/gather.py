@@ -123,9 +123,10 @@ def _scatter_impl(combine: np.ufunc | None) -> Callable[..., Any]:
         if combine is None:
             out[tuple(idx)] = values
         else:
-            # A full-shape view of the values: NumPy's ufunc.at misreads lower-rank
-            # values broadcast against a multi-dimensional index.
-            combine.at(out, tuple(idx), np.ascontiguousarray(values))
+            # A full-shape copy of the values: NumPy's ufunc.at misreads lower-rank
+            # values broadcast against a multi-dimensional index. (np.require, not
+            # ascontiguousarray, which makes a 0-d value 1-d.)
+            combine.at(out, tuple(idx), np.require(values, requirements="C"))
         return out
 
     return impl
