@@ -463,7 +463,8 @@ class custom_vjp:
         def flat_fwd(*xs: Any) -> list[Any]:
             result = fwd(*_merge(static, tree_unflatten(in_tree, xs), nondiff))
             if not (isinstance(result, tuple) and len(result) == 2):
-                raise TypeError(f"the fwd rule of {name} must return a pair (output, residuals)")
+                raise TypeError(f"the fwd rule of {name} must return a pair (output, residuals), but it "
+                                f"returned {describe(result)}")
             out_leaves, outs.tree = tree_flatten(result[0])
             res_leaves, res_tree.tree = tree_flatten(result[1])
             return [*out_leaves, *res_leaves]
@@ -536,7 +537,7 @@ custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _custom_vjp_a
 
 def _forward_mode_error(name: str) -> TypeError:
     return TypeError(
-        f"forward-mode differentiation (jvp, jacfwd, hessian's outer pass) of {name} is not "
+        f"forward-mode differentiation (jvp, jacfwd) of {name} is not "
         "possible: it has a custom_vjp, which defines reverse mode only. Use grad, vjp or "
         "jacrev, or give it a custom_jvp instead."
     )

@@ -196,7 +196,7 @@ class Jitted:
         if any(not 0 <= i < nargs for i in given):
             raise ValueError(
                 f"static_argnums={self.static_argnums!r} is out of range for {self.name} called "
-                f"with {nargs} positional arguments"
+                f"with {nargs} positional argument{'s' if nargs != 1 else ''}"
             )
         static = sorted(given | {i for i in self._named_positions if i < nargs})
         static_values = tuple((i, _hashable(args[i], f"argument {i}", self.name)) for i in static)

@@ -126,7 +126,8 @@ class PyTreeDef:
             return tuple(leaves)
         if len(leaves) != self.num_leaves:
             raise ValueError(
-                f"{self} has {self.num_leaves} leaves, but {len(leaves)} values were given"
+                f"{self} has {self.num_leaves} leaves, but {len(leaves)} "
+                f"value{' was' if len(leaves) == 1 else 's were'} given"
             )
         it = iter(leaves)
         return self._build(it)

@@ -364,7 +364,7 @@ def make_jaxpr(
         static_set = {i + len(args) if i < 0 else i for i in static}
         if any(not 0 <= i < len(args) for i in static_set):
             raise ValueError(f"static_argnums={static_argnums!r} is out of range for {name} "
-                             f"called with {len(args)} positional arguments")
+                             f"called with {len(args)} positional argument{'s' if len(args) != 1 else ''}")
         nums = tuple(i for i in range(len(args)) if i not in static_set)
         partial_fun = with_args(fun, args, nums, kwargs)
         leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))

@@ -84,8 +84,9 @@ def vmap(
     def vmapped(*args: Any, **kwargs: Any) -> Any:
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
-                f"vmap in_axes has {len(in_axes)} entries but {name} was called with "
-                f"{len(args)} positional arguments; give one entry per argument"
+                f"vmap in_axes has {len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'} but {name} "
+                f"was called with {len(args)} positional argument{'s' if len(args) != 1 else ''}; give one "
+                "entry per argument"
             )
         axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         kw_names = sorted(kwargs)

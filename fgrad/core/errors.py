@@ -44,9 +44,11 @@ def derivative_dropped_error(conversion: str, aval: str, transform: str) -> Trac
     )
 
 
-def missing_rule_error(primitive_name: str, transform: str) -> NotImplementedError:
+def missing_rule_error(primitive_name: str, rule: str, needed_by: str) -> NotImplementedError:
+    """The error for a primitive without the `rule` (jvp, transpose, batching)
+    that the transform `needed_by` (e.g. "grad of f") applies to it."""
     return NotImplementedError(
-        f"The primitive `{primitive_name}` has no {transform} rule, so it cannot be used under "
-        f"{transform}. Register one in the primitive's module (next to its definition), or "
+        f"The primitive `{primitive_name}` has no {rule} rule, which `{needed_by}` needs, so it cannot "
+        f"be used there. Register one in the primitive's module (next to its definition), or "
         "rewrite the function with operations that support this transform."
     )

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api.arguments import describe
 from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray
 from ..core.rules import Linearization, batch_rules, block_rules, jvp_rules
@@ -238,7 +239,8 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     def body(carry: Any, x: Any) -> Any:
         out = f(carry, x)
         if not isinstance(out, tuple) or len(out) != 2:
-            raise TypeError(f"scan: f must return a pair (carry, y), but it returned {type(out).__name__}")
+            raise TypeError(f"scan: f must return a pair (carry, y), but it returned {describe(out)}; "
+                            "return (new_carry, None) when there is nothing to stack")
         new_carry, y = out
         c_leaves, c_tree = tree_flatten(new_carry)
         y_leaves, y_tree = tree_flatten(y)

@@ -80,7 +80,7 @@ class BatchTrace(Trace):
             return self.parent.process_primitive(prim, vals, params)  # type: ignore[union-attr, arg-type]
         rule = batch_rules.get(prim)
         if rule is None:
-            raise missing_rule_error(prim.name, f"batching (needed by {self.transform})")
+            raise missing_rule_error(prim.name, "batching", self.transform)
         state = self.state
         prev = state["trace"]
         state["trace"] = self.parent

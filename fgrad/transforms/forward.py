@@ -89,7 +89,7 @@ class JVPTrace(Trace):
             return self.parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
         rule = jvp_rules.get(prim)
         if rule is None:
-            raise missing_rule_error(prim.name, f"jvp (needed by {self.transform})")
+            raise missing_rule_error(prim.name, "jvp", self.transform)
         kind = type(rule)
         if kind is JVPFactors or kind is JVPStructure:
             # A rule given as data: the primal goes straight to the parent.

@@ -359,7 +359,7 @@ def backward_pass(
                 args.append(value)
         rule = transpose_rules.get(prim)
         if rule is None:
-            raise missing_rule_error(prim.name, "transpose (reverse-mode)")
+            raise missing_rule_error(prim.name, "transpose", "reverse mode")
         try:
             cts_in = None
             # Cheap tests first (small arrays and scalars are not worth it),

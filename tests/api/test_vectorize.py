@@ -71,7 +71,7 @@ def test_size_mismatch_lists_each_argument():
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: vmap(fnp.sin, in_axes=[0])(np.ones(2)), TypeError, "got a list"),
-    (lambda: vmap(fnp.add, in_axes=(0,))(np.ones(2), np.ones(2)), ValueError, "has 1 entries but add was called with 2"),
+    (lambda: vmap(fnp.add, in_axes=(0,))(np.ones(2), np.ones(2)), ValueError, "has 1 entry but add was called with 2"),
     (lambda: vmap(fnp.sin, in_axes=2)(np.ones(2)), ValueError, "along axis 2, but it has only 1 dimension"),
     (lambda: vmap(fnp.sin, in_axes=None)(np.ones(2)), ValueError, "axis_size="),
     (lambda: vmap(fnp.sin, in_axes="0")(np.ones(2)), TypeError, "ints or None"),

@@ -62,7 +62,7 @@ def test_escaped_tracers_raise_and_name_their_transform(transform, name):
 
 def test_a_primitive_without_a_jvp_rule_names_itself_and_the_transform():
     no_rule_p = Primitive("no_rule", np.sin, lambda x: x)
-    with pytest.raises(NotImplementedError, match="`no_rule` has no jvp .* grad of"):
+    with pytest.raises(NotImplementedError, match="`no_rule` has no jvp rule, which `grad of <lambda>` needs"):
         fgrad.grad(lambda x: no_rule_p.bind(x))(1.0)
     assert no_rule_p.bind(0.0) == 0.0  # evaluation needs no rule
     assert str(fgrad.make_jaxpr(lambda x: no_rule_p.bind(x))(1.0)) == (
