@@ -207,6 +207,19 @@ def _arange_or_array(x: ArrayLike, function: str, name: str) -> Any:
     return operand(x)
 
 
+def _sampled_axis(shape: tuple[int, ...], axis: int, function: str, name: str,
+                  error: type[Exception]) -> int:
+    """`axis` of an array of `shape` to sample along, non-negative; `error` (JAX's
+    type for the function) when the array is 0-d, ValueError when the axis is out of bounds."""
+    if not shape:
+        raise error(f"fgrad.random.{function}: {name} must be an int or an array of at least one axis, "
+                    "got a 0-d array")
+    ax = axis + len(shape) if axis < 0 else axis
+    if not 0 <= ax < len(shape):
+        raise ValueError(f"fgrad.random.{function}: axis {axis} is out of bounds for shape {shape}")
+    return ax
+
+
 def permutation(key: ArrayLike, x: int | ArrayLike, axis: int = 0, independent: bool = False) -> Array:
     """A random permutation of arange(x) (x an int), or `x` shuffled along `axis`:
     its slices along `axis` moved whole, or (`independent`) each 1-d line along
@@ -219,12 +232,7 @@ def permutation(key: ArrayLike, x: int | ArrayLike, axis: int = 0, independent: 
     key = check_key(key, "permutation")
     x = _arange_or_array(x, "permutation", "x")
     x_shape = get_aval(x).shape
-    if not x_shape:
-        raise TypeError("fgrad.random.permutation: x must be an int or an array of at least one axis, "
-                        "got a 0-d array")
-    ax = axis + len(x_shape) if axis < 0 else axis
-    if not 0 <= ax < len(x_shape):
-        raise ValueError(f"fgrad.random.permutation: axis {axis} is out of bounds for shape {x_shape}")
+    ax = _sampled_axis(x_shape, axis, "permutation", "x", TypeError)
     if independent:
         order = fnp.argsort(prim.random_bits(key, shape=x_shape, dtype=prim.KEY_DTYPE), axis=ax)
         return fnp.take_along_axis(x, order, axis=ax)
@@ -246,12 +254,7 @@ def choice(key: ArrayLike, a: int | ArrayLike, shape: Shape = (), replace: bool 
     shape = check_shape(shape, "choice")
     arr = _arange_or_array(a, "choice", "a")
     a_shape = get_aval(arr).shape
-    if not a_shape:
-        raise ValueError("fgrad.random.choice: a must be an int or an array of at least one axis, "
-                         "got a 0-d array")
-    ax = axis + len(a_shape) if axis < 0 else axis
-    if not 0 <= ax < len(a_shape):
-        raise ValueError(f"fgrad.random.choice: axis {axis} is out of bounds for shape {a_shape}")
+    ax = _sampled_axis(a_shape, axis, "choice", "a", ValueError)
     n = a_shape[ax]
     size = math.prod(shape)
     if n == 0 and size > 0:
