@@ -232,15 +232,16 @@ def linearize_jaxpr(
                 outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
         finally:
             tangent_trace.dead = True
-        primals_out, tangents_out = [], []
+        primals_out, tangents_out, out_nonzeros = [], [], []
         for x, a, i in zip(outs, closed.out_avals, inst):
             p, t = trace.split(x)
             primals_out.append(p)
             if t is None and i:
                 t = zeros(a.strip_weak_type())
+            out_nonzeros.append(t is not None)
             if t is not None:
                 tangents_out.append(t)
-        found["out_nonzeros"] = tuple(trace.split(x)[1] is not None or i for x, i in zip(outs, inst))
+        found["out_nonzeros"] = tuple(out_nonzeros)
         found["linear"] = lin = tangent_trace.to_jaxpr(tangents_out)
         return [*primals_out, *(c for c in lin.consts if isinstance(c, Tracer))]
 
