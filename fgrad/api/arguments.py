@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import get_aval
+from ..core.libraries import is_library_array
 from ..core.trace import Tracer
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -103,9 +104,10 @@ def flatten_fun(
 
 
 def to_input(x: Any) -> Any:
-    """A leaf argument as a value fgrad traces: arrays, NumPy scalars and tracers
-    as they are; Python numbers as NumPy scalars; lists as arrays."""
-    if isinstance(x, (np.ndarray, np.generic, Tracer)):
+    """A leaf argument as a value fgrad traces: arrays (of NumPy or another
+    array library), NumPy scalars and tracers as they are; Python numbers as
+    NumPy scalars; lists as arrays."""
+    if isinstance(x, (np.ndarray, np.generic, Tracer)) or is_library_array(x):
         return x
     arr = np.asarray(x)
     if arr.dtype == object:
@@ -119,10 +121,13 @@ def to_input(x: Any) -> Any:
 
 def to_output(x: Any) -> Any:
     """A result leaving fgrad: a NumPy array the caller may write to, or a NumPy
-    scalar for 0-d; tracers of an enclosing transform pass through."""
+    scalar for 0-d; tracers of an enclosing transform and arrays of other
+    libraries pass through."""
     if isinstance(x, Tracer):
         return x
     if type(x) is not np.ndarray:
+        if is_library_array(x):
+            return x
         x = np.asarray(x)
     if x.ndim == 0:
         return x[()]

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import config
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.codegen import compile_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
@@ -151,7 +152,11 @@ class Jitted:
             if len(self._fast) >= CACHE_SIZE:
                 self._fast.clear()
             self._fast[key] = entry
-        if entry.donated and ctx.trace is EVAL_TRACE:  # donation counts where nothing traces the call
+        library = library_of(operands) if key is None and ctx.trace is EVAL_TRACE else None
+        if library is not None:  # another array library's arrays: run there, equation by equation
+            with on_library((), library):
+                outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self.name)
+        elif entry.donated and ctx.trace is EVAL_TRACE:  # donation counts where nothing traces the call
             ins = _donatable([*entry.consts, *operands], entry.donated)
             outs = compile_jaxpr(entry.jaxpr, entry.donated)(*ins)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
+from ..core.libraries import current_library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
 from ..ir.staging import StagingTrace
@@ -41,6 +42,11 @@ __all__ = [
 
 
 def _zeros(aval: ShapedArray) -> Any:
+    """Zeros of `aval` (a missing tangent or cotangent), in the array library
+    the transform runs on."""
+    lib = current_library()
+    if lib is not None:
+        return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
     return to_output(np.zeros(aval.shape, aval.dtype))
 
 
@@ -83,36 +89,44 @@ def _leaf_position(tree: PyTreeDef, i: int) -> str:
 
 
 def _vjp_fn(
-    linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef
+    linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, primals: list[Any]
 ) -> Callable[[Any], tuple[Any, ...]]:
+    library = library_of(primals)
+
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
-        ct_leaves, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise TypeError(
-                f"the cotangent given to the vjp function has structure {ct_tree}, but the "
-                f"function's output has structure {out_tree}; they must be the same"
-            )
-        cts = [
-            _check_like(ct, aval, "cotangent", _leaf_position(out_tree, i), ValueError)
-            for i, (ct, aval) in enumerate(zip(ct_leaves, linear.out_avals))
-        ]
-        cts_in = linear.transpose(cts)
-        leaves = [_zeros(a) if c is None else to_output(c) for c, a in zip(cts_in, linear.in_avals)]
-        return tree_unflatten(in_tree, leaves)
+        with on_library((), library):
+            return _pull_back(linear, in_tree, out_tree, cotangent)
 
     return vjp_fn
 
 
+def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, cotangent: Any) -> Any:
+    ct_leaves, ct_tree = tree_flatten(cotangent)
+    if ct_tree != out_tree:
+        raise TypeError(
+            f"the cotangent given to the vjp function has structure {ct_tree}, but the "
+            f"function's output has structure {out_tree}; they must be the same"
+        )
+    cts = [
+        _check_like(ct, aval, "cotangent", _leaf_position(out_tree, i), ValueError)
+        for i, (ct, aval) in enumerate(zip(ct_leaves, linear.out_avals))
+    ]
+    cts_in = linear.transpose(cts)
+    leaves = [_zeros(a) if c is None else to_output(c) for c, a in zip(cts_in, linear.in_avals)]
+    return tree_unflatten(in_tree, leaves)
+
+
 def _linearize(
     fun: Callable[..., Any], primals: Sequence[Any], transform: str, has_aux: bool, keep: bool = True
-) -> tuple[list[Any], LinearFunction, PyTreeDef, OutStore, Any, PyTreeDef]:
+) -> tuple[list[Any], LinearFunction, PyTreeDef, OutStore, Any, PyTreeDef, list[Any]]:
     leaves, in_tree = tree_flatten(tuple(primals))
     leaves = [to_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
+    with on_library(leaves):
+        outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
     assert store.tree is not None
     aux_tree = None if not has_aux else tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
-    return outs, linear, store.tree, store, aux_tree, in_tree
+    return outs, linear, store.tree, store, aux_tree, in_tree, leaves
 
 
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
@@ -126,9 +140,11 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     >>> vjp_fn(1.0)
     (np.float64(1.0),)
     """
-    outs, linear, out_tree, _, aux, in_tree = _linearize(fun, primals, f"vjp of {fun_name(fun)}", has_aux)
+    outs, linear, out_tree, _, aux, in_tree, leaves = _linearize(
+        fun, primals, f"vjp of {fun_name(fun)}", has_aux
+    )
     out = tree_unflatten(out_tree, [to_output(x) for x in outs])
-    vjp_fn = _vjp_fn(linear, in_tree, out_tree)
+    vjp_fn = _vjp_fn(linear, in_tree, out_tree, leaves)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
@@ -194,13 +210,14 @@ def value_and_grad(
         leaves = [to_input(x) for x in leaves]
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
-        outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
-        assert store.tree is not None
-        aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
-        cts = linear.transpose([aval.dtype.type(1)], consume=True)
-        g = tree_unflatten(in_tree, [
-            _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
-        ])
+        with on_library(leaves):
+            outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
+            assert store.tree is not None
+            aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
+            cts = linear.transpose([aval.dtype.type(1)], consume=True)
+            g = tree_unflatten(in_tree, [
+                _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
+            ])
         g = g[0] if isinstance(argnums, int) else tuple(g)
         value = to_output(outs[0])
         if has_aux:
@@ -275,12 +292,13 @@ def jvp(
     leaves = [to_input(x) for x in leaves]
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
-    assert store.tree is not None
-    out = tree_unflatten(store.tree, [to_output(x) for x in outs])
-    t_out = tree_unflatten(store.tree, [
-        _zeros(get_aval(p).strip_weak_type()) if t is None else to_output(t) for p, t in zip(outs, t_outs)
-    ])
+    with on_library([*leaves, *t_leaves]):
+        outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
+        assert store.tree is not None
+        out = tree_unflatten(store.tree, [to_output(x) for x in outs])
+        t_out = tree_unflatten(store.tree, [
+            _zeros(get_aval(p).strip_weak_type()) if t is None else to_output(t) for p, t in zip(outs, t_outs)
+        ])
     if has_aux:
         return out, t_out, tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
     return out, t_out
@@ -298,20 +316,21 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     np.float64(2.0)
     """
     name = f"linearize of {fun_name(fun)}"
-    outs, linear, out_tree, _, aux, in_tree = _linearize(fun, primals, name, has_aux)
+    outs, linear, out_tree, _, aux, in_tree, leaves = _linearize(fun, primals, name, has_aux)
     out = tree_unflatten(out_tree, [to_output(x) for x in outs])
     in_leaves = [np.zeros(a.shape, a.dtype) for a in linear.in_avals]
+    library = library_of(leaves)
 
     def f_jvp(*tangents: Any) -> Any:
         t_in = _check_tangents(in_leaves, in_tree, tangents, "tangents")
         jaxpr = linear.jaxpr
-        filled = [np.zeros(a.shape, a.dtype) if t is None else t
-                  for t, a in zip(t_in, linear.in_avals)]
-        t_nonzero = iter(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *filled))
-        t_outs = [next(t_nonzero) if nz else None for nz in linear.nonzero_outputs]
-        return tree_unflatten(out_tree, [
-            _zeros(a) if t is None else to_output(t) for t, a in zip(t_outs, linear.out_avals)
-        ])
+        with on_library((), library):
+            filled = [_zeros(a) if t is None else t for t, a in zip(t_in, linear.in_avals)]
+            t_nonzero = iter(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *filled))
+            t_outs = [next(t_nonzero) if nz else None for nz in linear.nonzero_outputs]
+            return tree_unflatten(out_tree, [
+                _zeros(a) if t is None else to_output(t) for t, a in zip(t_outs, linear.out_avals)
+            ])
 
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
@@ -107,7 +108,8 @@ def vmap(
             assert store.tree is not None
             return _broadcast_prefix(out_axes, store.tree, "out_axes")
 
-        outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}")
+        with on_library(leaves):
+            outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}")
         assert store.tree is not None
         return tree_unflatten(store.tree, [to_output(x) for x in outs])
 

@@ -121,9 +121,11 @@ def get_aval(x: Any) -> ShapedArray:
     if isinstance(aval, ShapedArray):
         return aval
     try:  # other array-likes with a shape and a dtype
-        return ShapedArray(x.shape, x.dtype)
+        shape, dtype = x.shape, x.dtype
     except AttributeError:
         pass
+    else:
+        return ShapedArray(shape, _numpy_dtype(dtype))
     for scalar_type in (bool, int, float, complex):  # subclasses, e.g. IntEnum
         if isinstance(x, scalar_type):
             return _scalar_avals[scalar_type]
@@ -134,6 +136,15 @@ def get_aval(x: Any) -> ShapedArray:
             "Pass NumPy arrays, Python scalars, or (nested) lists of numbers."
         )
     return ShapedArray(arr.shape, arr.dtype)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype:
+    """NumPy's dtype for another array library's (array_api_strict.float64,
+    torch.float32: the name after the last dot)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(str(dtype).rpartition(".")[2])
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
+from ..core.libraries import elementwise_impls, library_rules
 from ..core.rules import (
     JVPFactors,
     UndefinedPrimal,
@@ -102,6 +103,7 @@ def elementwise(
     output has no derivative (comparisons, sign, rounding). `impl` replaces
     `np_fn` for evaluation when it computes the same thing faster."""
     prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn))
+    elementwise_impls.add(prim)
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
     if isinstance(np_fn, np.ufunc):
@@ -132,7 +134,10 @@ def _operator_emit(symbol: str) -> Callable[..., str | None]:
 
 
 def _fits(ct: Any, aval: ShapedArray) -> bool:
-    return bool(ct.shape == aval.shape and ct.dtype == aval.dtype)
+    # Another library's dtype is compared through its aval (array_api_strict's
+    # dtypes are never equal to NumPy's, and warn when compared).
+    dtype = ct.dtype if isinstance(ct, (np.ndarray, np.generic)) else get_aval(ct).dtype
+    return bool(ct.shape == aval.shape and dtype == aval.dtype)
 
 
 def _linear_ct(x: Any, ct: Any) -> Any:
@@ -656,3 +661,246 @@ logical_xor: Callable[..., Any] = logical_xor_p.bind
 bitwise_and: Callable[..., Any] = bitwise_and_p.bind
 bitwise_or: Callable[..., Any] = bitwise_or_p.bind
 bitwise_xor: Callable[..., Any] = bitwise_xor_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# Each member computed with the Array API's functions of its operands' library.
+# fgrad's avals follow NumPy's promotion, which the standard leaves undefined
+# across kinds (an int array plus a float array): operands are first cast to
+# the dtype NumPy would compute in, so that the result has the aval's dtype.
+# Where the standard's function differs from NumPy's at some values (nan in
+# heaviside, -0.0 in fmod, integers in reciprocal and signbit), the rule
+# composes NumPy's from standard functions.
+
+def _library_elementwise(prim: Primitive, fn: Callable[..., Any], cast: str = "out") -> None:
+    """`library_rules[prim]`: `fn(xp, *operands, **params)` on operands cast to
+    the output's dtype (`cast="out"`), to their common dtype ("common": for
+    comparisons and other functions whose output dtype differs), or each kept
+    in its own dtype ("own"; a Python scalar becomes a 0-d array of it)."""
+
+    def rule(lib: Any, *args: Any, **params: Any) -> Any:
+        avals = [get_aval(a) for a in args]
+        if cast == "out":
+            dtypes = [prim.abstract_eval(*avals, **params).dtype] * len(args)
+        elif cast == "common":
+            dtypes = [np.result_type(*(_dtype_sample(a) for a in avals))] * len(args)
+        else:
+            dtypes = [a.dtype for a in avals]
+        return fn(lib.xp, *(lib.asarray(a, dt) for a, dt in zip(args, dtypes)), **params)
+
+    library_rules[prim] = rule
+
+
+def _is_real_floating(xp: Any, x: Any) -> bool:
+    return bool(xp.isdtype(x.dtype, "real floating"))
+
+
+def _is_complex_floating(xp: Any, x: Any) -> bool:
+    return bool(xp.isdtype(x.dtype, "complex floating"))
+
+
+def _fmax(xp: Any, x: Any, y: Any) -> Any:
+    return xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.maximum(x, y)))
+
+
+def _fmin(xp: Any, x: Any, y: Any) -> Any:
+    return xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.minimum(x, y)))
+
+
+def _reciprocal(xp: Any, x: Any) -> Any:
+    if _is_real_floating(xp, x) or _is_complex_floating(xp, x):
+        return 1.0 / x
+    # NumPy's integer reciprocal truncates: 1 and -1 are their own, the rest give 0.
+    return xp.where(xp.abs(x) == 1, x, xp.zeros_like(x))
+
+
+def _cbrt(xp: Any, x: Any) -> Any:
+    # |x| ** (1/3) is within a few ulps of the cube root; one Newton step
+    # makes it NumPy's (exact for perfect cubes). copysign keeps -0.0 and nan.
+    magnitude = xp.abs(x)
+    r = magnitude ** (1.0 / 3.0)
+    regular = xp.isfinite(r) & (r > 0)
+    safe = xp.where(regular, r, xp.ones_like(r))
+    r = xp.where(regular, safe - (safe * safe * safe - magnitude) / (3.0 * safe * safe), r)
+    return xp.copysign(r, x)
+
+
+def _logaddexp2(xp: Any, x: Any, y: Any) -> Any:
+    # NumPy's: the larger plus log2(1 + 2**-|x - y|); equal arguments (infinities
+    # too) give x + 1, and a nan propagates through the difference.
+    diff = x - y
+    larger = xp.where(diff > 0, x, y)
+    out = larger + xp.log1p(2.0 ** -xp.abs(diff)) * (1 / _LN2)
+    return xp.where(x == y, x + 1.0, out)
+
+
+def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
+    # NumPy's: scale by 10**|decimals| (multiplying for decimals > 0, dividing
+    # below), round half to even, scale back. Integers are left as they are
+    # for decimals >= 0.
+    if decimals == 0:
+        return xp.round(x)
+    real = _is_real_floating(xp, x) or _is_complex_floating(xp, x)
+    if decimals > 0:
+        return xp.round(x * 10.0 ** decimals) / 10.0 ** decimals if real else x
+    scale = 10 ** -decimals
+    if real:
+        return xp.round(x / float(scale)) * float(scale)
+    # Integers to a multiple of 10**-decimals, half to even, in integer arithmetic.
+    q, r = x // scale, x % scale
+    half = 2 * r - scale
+    up = (half > 0) | ((half == 0) & (q % 2 == 1))
+    return (q + xp.astype(up, x.dtype)) * scale
+
+
+def _sinc(xp: Any, x: Any) -> Any:
+    zero = x == 0
+    safe = xp.where(zero, xp.ones_like(x), x) * math.pi
+    return xp.where(zero, xp.ones_like(x), xp.sin(safe) / safe)
+
+
+def _nan_to_num(xp: Any, x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:
+    if _is_complex_floating(xp, x):
+        re = _nan_to_num(xp, xp.real(x), copy, nan, posinf, neginf)
+        im = _nan_to_num(xp, xp.imag(x), copy, nan, posinf, neginf)
+        return xp.astype(re, x.dtype) + xp.astype(im, x.dtype) * 1j
+    if not _is_real_floating(xp, x):
+        return x
+    info = xp.finfo(x.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    x = xp.where(xp.isnan(x), xp.asarray(nan, dtype=x.dtype), x)
+    return xp.where(xp.isinf(x), xp.where(x > 0, xp.asarray(big, dtype=x.dtype),
+                                          xp.asarray(small, dtype=x.dtype)), x)
+
+
+def _fmod(xp: Any, x: Any, y: Any) -> Any:
+    # C's fmod: the remainder with the sign of x (the standard's remainder has y's);
+    # for positive operands the two are the same, exactly.
+    r = xp.remainder(xp.abs(x), xp.abs(y))
+    if _is_real_floating(xp, x):
+        return xp.copysign(r, x)  # -0.0 and a nan keep their sign
+    return r if xp.isdtype(x.dtype, "unsigned integer") else xp.where(x < 0, -r, r)
+
+
+def _heaviside(xp: Any, x: Any, h0: Any) -> Any:
+    step = xp.where(x < 0, xp.zeros_like(x), xp.where(x > 0, xp.ones_like(x), h0))
+    return xp.where(xp.isnan(x), x, step)
+
+
+def _signbit(xp: Any, x: Any) -> Any:
+    if _is_real_floating(xp, x):
+        return xp.signbit(x)
+    return x < 0 if xp.isdtype(x.dtype, "signed integer") else xp.zeros_like(x, dtype=xp.bool)
+
+
+def _abs(xp: Any, x: Any) -> Any:
+    return x if xp.isdtype(x.dtype, "bool") else xp.abs(x)
+
+
+def _conj(xp: Any, x: Any) -> Any:
+    return xp.conj(x) if _is_complex_floating(xp, x) else x
+
+
+def _real(xp: Any, x: Any) -> Any:
+    return xp.real(x) if _is_complex_floating(xp, x) else x
+
+
+def _imag(xp: Any, x: Any) -> Any:
+    return xp.imag(x) if _is_complex_floating(xp, x) else xp.zeros_like(x)
+
+
+_ln2 = _LN2
+for _prim, _fn, _cast in (
+    (neg_p, lambda xp, x: xp.negative(x), "out"),
+    (sin_p, lambda xp, x: xp.sin(x), "out"), (cos_p, lambda xp, x: xp.cos(x), "out"),
+    (tan_p, lambda xp, x: xp.tan(x), "out"), (exp_p, lambda xp, x: xp.exp(x), "out"),
+    (log_p, lambda xp, x: xp.log(x), "out"), (tanh_p, lambda xp, x: xp.tanh(x), "out"),
+    (sqrt_p, lambda xp, x: xp.sqrt(x), "out"), (square_p, lambda xp, x: xp.square(x), "out"),
+    (abs_p, _abs, "own"), (sign_p, lambda xp, x: xp.sign(x), "out"),
+    (stop_gradient_p, lambda xp, x: x, "own"), (fabs_p, lambda xp, x: xp.abs(x), "out"),
+    (reciprocal_p, _reciprocal, "out"), (cbrt_p, _cbrt, "out"),
+    (exp2_p, lambda xp, x: 2.0 ** x, "out"), (expm1_p, lambda xp, x: xp.expm1(x), "out"),
+    (log2_p, lambda xp, x: xp.log2(x), "out"), (log10_p, lambda xp, x: xp.log10(x), "out"),
+    (log1p_p, lambda xp, x: xp.log1p(x), "out"), (arcsin_p, lambda xp, x: xp.asin(x), "out"),
+    (arccos_p, lambda xp, x: xp.acos(x), "out"), (arctan_p, lambda xp, x: xp.atan(x), "out"),
+    (sinh_p, lambda xp, x: xp.sinh(x), "out"), (cosh_p, lambda xp, x: xp.cosh(x), "out"),
+    (arcsinh_p, lambda xp, x: xp.asinh(x), "out"), (arccosh_p, lambda xp, x: xp.acosh(x), "out"),
+    (arctanh_p, lambda xp, x: xp.atanh(x), "out"),
+    (deg2rad_p, lambda xp, x: x * (math.pi / 180), "out"),  # NumPy's own formulas
+    (rad2deg_p, lambda xp, x: x * (180 / math.pi), "out"),
+    (sinc_p, _sinc, "out"), (floor_p, lambda xp, x: xp.floor(x), "out"),
+    (ceil_p, lambda xp, x: xp.ceil(x), "out"), (rint_p, lambda xp, x: xp.round(x), "out"),
+    (trunc_p, lambda xp, x: xp.trunc(x), "out"), (round_p, _round, "out"),
+    (nan_to_num_p, _nan_to_num, "out"),
+    (isfinite_p, lambda xp, x: xp.isfinite(x), "own"), (isnan_p, lambda xp, x: xp.isnan(x), "own"),
+    (isinf_p, lambda xp, x: xp.isinf(x), "own"), (signbit_p, _signbit, "own"),
+    (logical_not_p, lambda xp, x: xp.logical_not(x), "out"),
+    (invert_p, lambda xp, x: xp.bitwise_invert(x), "out"),
+    (add_p, lambda xp, x, y: xp.add(x, y), "out"), (sub_p, lambda xp, x, y: xp.subtract(x, y), "out"),
+    (mul_p, lambda xp, x, y: xp.multiply(x, y), "out"), (div_p, lambda xp, x, y: xp.divide(x, y), "out"),
+    (pow_p, lambda xp, x, y: xp.pow(x, y), "out"),
+    (max_p, lambda xp, x, y: xp.maximum(x, y), "out"), (min_p, lambda xp, x, y: xp.minimum(x, y), "out"),
+    (fmax_p, _fmax, "out"), (fmin_p, _fmin, "out"),
+    (float_power_p, lambda xp, x, y: xp.pow(x, y), "out"),
+    (floor_divide_p, lambda xp, x, y: xp.floor_divide(x, y), "out"),
+    (remainder_p, lambda xp, x, y: xp.remainder(x, y), "out"), (fmod_p, _fmod, "out"),
+    (copysign_p, lambda xp, x, y: xp.copysign(x, y), "out"),
+    (hypot_p, lambda xp, x, y: xp.hypot(x, y), "out"),
+    (arctan2_p, lambda xp, x, y: xp.atan2(x, y), "out"),
+    (logaddexp_p, lambda xp, x, y: xp.logaddexp(x, y), "out"), (logaddexp2_p, _logaddexp2, "out"),
+    (heaviside_p, _heaviside, "out"),
+    (logical_and_p, lambda xp, x, y: xp.logical_and(x, y), "out"),
+    (logical_or_p, lambda xp, x, y: xp.logical_or(x, y), "out"),
+    (logical_xor_p, lambda xp, x, y: xp.logical_xor(x, y), "out"),
+    (bitwise_and_p, lambda xp, x, y: xp.bitwise_and(x, y), "out"),
+    (bitwise_or_p, lambda xp, x, y: xp.bitwise_or(x, y), "out"),
+    (bitwise_xor_p, lambda xp, x, y: xp.bitwise_xor(x, y), "out"),
+    (eq_p, lambda xp, x, y: xp.equal(x, y), "common"), (ne_p, lambda xp, x, y: xp.not_equal(x, y), "common"),
+    (lt_p, lambda xp, x, y: xp.less(x, y), "common"), (le_p, lambda xp, x, y: xp.less_equal(x, y), "common"),
+    (gt_p, lambda xp, x, y: xp.greater(x, y), "common"),
+    (ge_p, lambda xp, x, y: xp.greater_equal(x, y), "common"),
+    (conj_p, _conj, "out"), (real_p, _real, "own"), (imag_p, _imag, "own"),
+    (integer_pow_p, lambda xp, x, *, y: x ** y, "out"),  # NumPy's power, C's pow for floats
+):
+    _library_elementwise(_prim, _fn, _cast)
+
+
+def _library_angle(lib: Any, x: Any) -> Any:
+    # np.angle of a real x is arctan2(0, x): pi for negative numbers and -0.0.
+    xp = lib.xp
+    x = lib.asarray(x)
+    if _is_complex_floating(xp, x):
+        return xp.atan2(xp.imag(x), xp.real(x))
+    x = lib.asarray(x, angle_p.abstract_eval(get_aval(x)).dtype)
+    return xp.atan2(xp.zeros_like(x), x)
+
+
+def _library_ldexp(lib: Any, x: Any, y: Any) -> Any:
+    # x * 2**y in two exact halves, so that 2**y alone cannot overflow where
+    # the product fits (NumPy's ldexp is exact).
+    xp = lib.xp
+    dtype = ldexp_p.abstract_eval(get_aval(x), get_aval(y)).dtype
+    x, y = lib.asarray(x, dtype), lib.asarray(y, get_aval(y).dtype)
+    half = y // 2
+    return x * 2.0 ** xp.astype(half, x.dtype) * 2.0 ** xp.astype(y - half, x.dtype)
+
+
+def _library_where(lib: Any, c: Any, x: Any, y: Any) -> Any:
+    dtype = where_p.abstract_eval(get_aval(c), get_aval(x), get_aval(y)).dtype
+    return lib.xp.where(lib.asarray(c, np.dtype(bool)), lib.asarray(x, dtype), lib.asarray(y, dtype))
+
+
+def _library_convert(lib: Any, x: Any, *, new_dtype: np.dtype) -> Any:
+    xp = lib.xp
+    x = lib.asarray(x)
+    if _is_complex_floating(xp, x) and new_dtype.kind in "iuf":
+        x = xp.real(x)
+    return xp.astype(x, lib.dtype(new_dtype))
+
+
+library_rules[angle_p] = _library_angle
+library_rules[ldexp_p] = _library_ldexp
+library_rules[where_p] = _library_where
+library_rules[convert_element_type_p] = _library_convert

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
+from ..core.libraries import library_rules
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing, linalg, shapes
@@ -353,3 +354,75 @@ argmax: Callable[..., Any] = argmax_p.bind
 argmin: Callable[..., Any] = argmin_p.bind
 cumsum: Callable[..., Any] = cumsum_p.bind
 cumprod: Callable[..., Any] = cumprod_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# Each in the dtype NumPy's primitive gives, which the standard's functions do
+# not always: its sum of int32 may be int32, and it neither sums nor orders
+# booleans. Booleans are therefore cast (to the aval's integer dtype for sums
+# and products, to uint8 for an argmax), or reduced with any/all (max/min).
+
+
+def _library_reduction(prim: Primitive, name: str) -> None:
+    """`library_rules[prim]`: the standard's reduction `name` over `axes`."""
+
+    def rule(lib: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
+        xp = lib.xp
+        dtype = prim.abstract_eval(get_aval(x), axes=axes).dtype
+        if name in ("sum", "prod"):
+            return getattr(xp, name)(lib.asarray(x, dtype), axis=axes, dtype=lib.dtype(dtype))
+        x = lib.asarray(x)
+        if dtype.kind == "b" and name in ("max", "min"):
+            return (xp.any if name == "max" else xp.all)(x, axis=axes)
+        return getattr(xp, name)(x, axis=axes)
+
+    library_rules[prim] = rule
+
+
+for _prim, _name in ((reduce_sum_p, "sum"), (reduce_max_p, "max"), (reduce_min_p, "min"),
+                     (reduce_prod_p, "prod"), (reduce_and_p, "all"), (reduce_or_p, "any")):
+    _library_reduction(_prim, _name)
+
+
+def _library_two_norm(lib: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
+    # sqrt(sum |x|^2), the formula of the NumPy impl (numpy.linalg.norm's, integers as float64).
+    xp = lib.xp
+    complex_ = get_aval(x).dtype.kind == "c"
+    x = lib.asarray(x, None if complex_ else _two_norm_aval(get_aval(x), axes=axes).dtype)
+    if complex_:
+        re, im = xp.real(x), xp.imag(x)
+        squares = re * re + im * im
+    else:
+        squares = x * x
+    return xp.sqrt(xp.sum(squares, axis=axes))
+
+
+def _library_index_reduction(name: str) -> Callable[..., Any]:
+    def rule(lib: Any, x: Any, *, axis: int) -> Any:
+        x = lib.asarray(x, np.dtype(np.uint8) if get_aval(x).dtype.kind == "b" else None)
+        return lib.asarray(getattr(lib.xp, name)(x, axis=axis), indexing.INDEX_DTYPE)
+
+    return rule
+
+
+def _library_cumulative(prim: Primitive, name: str) -> None:
+    """`library_rules[prim]`: the standard's `name` along `axis`; from the end
+    (`reverse`) by flipping before and after."""
+
+    def rule(lib: Any, x: Any, *, axis: int, reverse: bool) -> Any:
+        xp = lib.xp
+        dtype = prim.abstract_eval(get_aval(x), axis=axis, reverse=reverse).dtype
+        x = lib.asarray(x, dtype)
+        if reverse:
+            x = xp.flip(x, axis=axis)
+        out = getattr(xp, name)(x, axis=axis, dtype=lib.dtype(dtype))
+        return xp.flip(out, axis=axis) if reverse else out
+
+    library_rules[prim] = rule
+
+
+library_rules[two_norm_p] = _library_two_norm
+library_rules[argmax_p] = _library_index_reduction("argmax")
+library_rules[argmin_p] = _library_index_reduction("argmin")
+_library_cumulative(cumsum_p, "cumulative_sum")
+_library_cumulative(cumprod_p, "cumulative_prod")

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.libraries import library_rules
 from ..core.rules import batch_rules, emit_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing
@@ -186,3 +187,19 @@ def _concatenate_batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[
 batch_rules[concatenate_p] = _concatenate_batch
 
 concatenate: _Concatenate = concatenate_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+
+library_rules[reshape_p] = lambda lib, x, *, new_shape: lib.xp.reshape(lib.asarray(x), new_shape)
+library_rules[transpose_p] = lambda lib, x, *, axes: lib.xp.permute_dims(lib.asarray(x), axes)
+library_rules[broadcast_to_p] = lambda lib, x, *, shape: lib.xp.broadcast_to(lib.asarray(x), shape)
+
+
+def _library_concatenate(lib: Any, *xs: Any, axis: int) -> Any:
+    # In NumPy's common dtype: the standard does not promote across kinds.
+    dtype = _concatenate_aval(*(get_aval(x) for x in xs), axis=axis).dtype
+    return lib.xp.concat([lib.asarray(x, dtype) for x in xs], axis=axis)
+
+
+library_rules[concatenate_p] = _library_concatenate

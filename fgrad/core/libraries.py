@@ -1,0 +1,239 @@
+"""Arrays of other libraries: Dask, array_api_strict, CuPy, PyTorch, any library
+of the Python Array API standard, reached through array-api-compat (the
+optional extra `array-api`).
+
+A transform whose inputs are arrays of such a library runs on a root trace of
+that library, `LibraryTrace`, in place of evaluation. It computes each
+primitive by the primitive's library rule, `library_rules[prim](lib, *args,
+**params)`, which calls the library's namespace `lib.xp`: results stay arrays
+of that library, and a Dask graph stays lazy. A primitive whose impl only
+binds primitives or runs jaxprs (jit, cond, loops, custom rules) is in
+`generic_impls` and runs its impl, whose equations come back here. A
+primitive with neither raises NotImplementedError; nothing is converted to
+NumPy behind the user's back. NumPy constants (a jaxpr's literals, zeros a
+rule makes) become the library's arrays on the way in, which is a copy into
+the library, never out of it.
+
+NumPy's own arrays never come here: evaluation stays their fast path, and a
+program on NumPy arrays pays nothing for this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .avals import get_aval
+from .optional import require
+from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
+
+__all__ = [
+    "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
+    "library_rules", "generic_impls", "elementwise_impls", "is_library_array",
+]
+
+#: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
+library_rules: dict[Primitive, Callable[..., Any]] = {}
+#: Primitives whose impl binds primitives or runs jaxprs, and so runs on any library.
+generic_impls: set[Primitive] = set()
+#: Primitives whose NumPy impl is elementwise, so that a library that computes
+#: block by block (Dask) can run it on each block of NumPy data, lazily.
+elementwise_impls: set[Primitive] = set()
+
+_NUMPY_DTYPE_NAMES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+)
+
+
+class Library:
+    """An array library other than NumPy: its name (the module its arrays come
+    from, as messages say it), its Array-API namespace `xp` (array-api-compat's
+    wrapper where the library needs one) and the mapping between its dtypes
+    and NumPy's, which fgrad's avals use."""
+
+    __slots__ = ("name", "xp", "blocks", "_to_numpy", "_from_numpy")
+
+    def __init__(self, name: str, xp: Any, blocks: Callable[..., Any] | None = None) -> None:
+        self.name = name
+        self.xp = xp
+        #: `blocks(fn, *args, dtype=...)`: `fn` (a NumPy function) applied to each
+        #: block of the broadcast arguments, lazily; None for a library without blocks.
+        self.blocks = blocks
+        self._from_numpy: dict[np.dtype, Any] = {}
+        self._to_numpy: dict[Any, np.dtype] = {}
+        for dtype_name in _NUMPY_DTYPE_NAMES:
+            theirs = getattr(xp, dtype_name, None)
+            if theirs is not None:
+                self._from_numpy[np.dtype(dtype_name)] = theirs
+                self._to_numpy[theirs] = np.dtype(dtype_name)
+
+    def dtype(self, dtype: Any) -> Any:
+        """The library's dtype for a NumPy dtype; TypeError when it has none."""
+        dtype = np.dtype(dtype)
+        try:
+            return self._from_numpy[dtype]
+        except KeyError:
+            raise TypeError(
+                f"{self.name} has no dtype {dtype.name}: fgrad cannot compute this on its arrays. Use "
+                f"one of {', '.join(d.name for d in self._from_numpy)}."
+            ) from None
+
+    def numpy_dtype(self, dtype: Any) -> np.dtype:
+        """The NumPy dtype for one of the library's dtypes."""
+        found = self._to_numpy.get(dtype)
+        return found if found is not None else np.dtype(dtype)
+
+    def asarray(self, x: Any, dtype: Any = None) -> Any:
+        """`x` (a NumPy value, a Python number or an array of the library) as an
+        array of the library, of NumPy dtype `dtype` if given."""
+        xp = self.xp
+        if dtype is None:
+            dtype = x.dtype if isinstance(x, (np.ndarray, np.generic)) else None
+        theirs = None if dtype is None else self.dtype(dtype)
+        if is_library_array(x):
+            return x if theirs is None or x.dtype == theirs else xp.astype(x, theirs)
+        return xp.asarray(x, dtype=theirs)
+
+    def __repr__(self) -> str:
+        return f"Library({self.name})"
+
+
+_NOT_A_LIBRARY: frozenset[type] = frozenset({np.ndarray, float, int, complex, bool, type(None)})
+_libraries: dict[type, Library | None] = {}
+_lock = threading.Lock()
+# Modules whose arrays array-api-compat knows without an `__array_namespace__`.
+_KNOWN_MODULES = ("dask", "cupy", "torch", "jax", "ndonnx", "sparse")
+
+
+def library_of_value(x: Any) -> Library | None:
+    """The library of the array `x`; None for NumPy's arrays and scalars,
+    Python numbers, tracers and anything that is not an array."""
+    t = type(x)
+    if t in _NOT_A_LIBRARY:
+        return None
+    try:
+        return _libraries[t]
+    except KeyError:
+        pass
+    found: Library | None = None
+    root = t.__module__.partition(".")[0]
+    is_array = hasattr(t, "__array_namespace__") or (
+        root in _KNOWN_MODULES and t.__name__ in _KNOWN_ARRAY_CLASSES
+    )
+    if is_array and not issubclass(t, (np.ndarray, np.generic, Tracer)):
+        name = "dask.array" if root == "dask" else root
+        with _lock:  # one Library per library, whichever of its array types comes first
+            found = next((lib for lib in _libraries.values() if lib is not None and lib.name == name), None)
+            if found is None:
+                found = Library(name, _namespace_for(x, root), _dask_blocks if root == "dask" else None)
+    _libraries[t] = found
+    return found
+
+
+# The array classes of those modules (array-api-compat's own checks take an instance).
+_KNOWN_ARRAY_CLASSES = frozenset({"Array", "ndarray", "Tensor", "ArrayImpl"})
+
+
+def _namespace_for(x: Any, root: str) -> Any:
+    require("array_api_compat", "array-api", f"fgrad on arrays of {root}")
+    if root == "dask":
+        import array_api_compat.dask.array as xp  # type: ignore[import-untyped]
+
+        return xp
+    if root == "cupy":
+        import array_api_compat.cupy as xp  # type: ignore[import-untyped]
+
+        return xp
+    if root == "torch":
+        import array_api_compat.torch as xp  # type: ignore[import-untyped]
+
+        return xp
+    return x.__array_namespace__()
+
+
+def _dask_blocks(fn: Callable[..., Any], *args: Any, dtype: np.dtype) -> Any:
+    import dask.array as da  # type: ignore[import-untyped]
+
+    return da.map_blocks(fn, *args, dtype=dtype)
+
+
+def is_library_array(x: Any) -> bool:
+    """Whether `x` is an array of a library other than NumPy."""
+    return library_of_value(x) is not None
+
+
+def library_of(values: Iterable[Any]) -> Library | None:
+    """The one library other than NumPy whose arrays are among `values`, or
+    None; TypeError when arrays of two such libraries are mixed."""
+    found: Library | None = None
+    for v in values:
+        lib = library_of_value(v)
+        if lib is None or lib is found:
+            continue
+        if found is not None:
+            raise TypeError(
+                f"the arguments mix arrays of {found.name} and of {lib.name}; fgrad computes on one "
+                f"array library at a time. Convert them to one library first."
+            )
+        found = lib
+    return found
+
+
+class LibraryTrace(Trace):
+    """Evaluation on the arrays of `library`: the root trace of a transform
+    whose inputs are that library's arrays. A new one is made for each call
+    and made current in the calling thread (`on_library`)."""
+
+    __slots__ = ("library",)
+
+    def __init__(self, library: Library) -> None:
+        super().__init__(None, f"evaluation on {library.name}")
+        self.state = ctx.__dict__
+        self.library = library
+
+    def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        rule = library_rules.get(prim)
+        if rule is None:
+            if prim in generic_impls:
+                return prim.impl(*args, **params)
+            if prim in elementwise_impls and self.library.blocks is not None:
+                dtype = prim.abstract_eval(*(get_aval(a) for a in args), **params).dtype
+                return self.library.blocks(functools.partial(prim.impl, **params), *args, dtype=dtype)
+            raise NotImplementedError(
+                f"the primitive `{prim.name}` has no implementation for arrays of {self.library.name} "
+                f"in fgrad, and fgrad does not convert them to NumPy behind your back. Convert the "
+                f"arrays to NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling "
+                f"the transformed function, or avoid the function that binds `{prim.name}`."
+            )
+        lib = self.library
+        converted = [lib.asarray(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in args]
+        return rule(lib, *converted, **params)
+
+
+def on_library(
+    values: Iterable[Any], library: Library | None = None
+) -> contextlib.AbstractContextManager[Any]:
+    """A context that makes the library of `values` (or `library`) the root of
+    the transforms run inside it: when the current trace is evaluation and
+    some value is an array of a library other than NumPy. Otherwise (NumPy
+    values, or inside another transform, which already chose) it does nothing."""
+    if ctx.trace is not EVAL_TRACE and ctx.trace.parent is not None:
+        return contextlib.nullcontext()
+    lib = library if library is not None else library_of(values)
+    if lib is None or isinstance(ctx.trace, LibraryTrace):
+        return contextlib.nullcontext()
+    return tracing(LibraryTrace(lib))
+
+
+def current_library() -> Library | None:
+    """The library at the root of the current trace, if not NumPy."""
+    root = ctx.trace
+    while root.parent is not None:
+        root = root.parent
+    return root.library if isinstance(root, LibraryTrace) else None
