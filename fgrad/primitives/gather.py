@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.libraries import library_rules
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, shapes
@@ -224,13 +225,13 @@ def _last_writes(shape: tuple[int, ...], indices: Sequence[Any], mode: str) -> A
 
 def _scatter_set_transpose(ct: Any, x: Any, y: Any, *indices: Any, mode: str) -> list[Any]:
     # x reaches the output where no update lands; y where its write is the last.
-    ct_x = scatter_set(ct, np.zeros((), ct.dtype), *indices, mode=mode) if d.is_linear(x) else None
+    ct_x = scatter_set(ct, np.zeros((), get_aval(ct).dtype), *indices, mode=mode) if d.is_linear(x) else None
     ct_y = None
     if d.is_linear(y):
         shape = ct.shape
         picked = gather(ct, *indices, mode=_inverse_mode(mode))
         kept = _last_writes(shape, indices, mode)
-        ct_y = d.unbroadcast(ew.where(kept, picked, np.zeros((), ct.dtype)), y.aval)
+        ct_y = d.unbroadcast(ew.where(kept, picked, np.zeros((), get_aval(ct).dtype)), y.aval)
     return [ct_x, ct_y, *(None for _ in indices)]
 
 
@@ -399,3 +400,137 @@ batch_rules[gather_p] = _gather_batch
 for _p in (scatter_add_p, scatter_set_p, scatter_mul_p, scatter_min_p, scatter_max_p,
            scatter_mul_cofactors_p):
     batch_rules[_p] = _scatter_batch(_p)
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# The indices are the library's arrays (perhaps lazy): normalized as the NumPy
+# impls do, with `where` and `clip`, they give each selected row's flat
+# position among the leading axes of x, which the index arrays cover. A gather
+# is then one `take` of rows. The standard has no scatter, nor assignment at
+# positions that may repeat: a scatter compares every row of x with every
+# selected one (a mask of their product's size, hence ONE_HOT_LIMIT) and
+# reduces the updates that land on each row: sum, prod, min, max, or the last
+# one for a set. Sums and products so combine one position's updates in
+# another order than numpy.ufunc.at does, which may change the last bits.
+
+#: The most elements (rows of x, times selected rows, times a row's length) a scatter compares.
+ONE_HOT_LIMIT = 1 << 24
+
+
+def _library_rows(lib: Any, shape: tuple[int, ...], indices: Sequence[Any], mode: str
+                  ) -> tuple[Any, Any]:
+    """`_normalized` on the library: the flat position of each selected row
+    among the leading axes of an x of `shape` that the indices cover, as a
+    vector, and (modes "fill" and "drop") whether all its indices were in
+    bounds, else None."""
+    xp = lib.xp
+    selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
+    flat, inside = lib.asarray(np.zeros((), np.intp)), None
+    for k, (i, n) in enumerate(zip(indices, shape)):
+        i = lib.asarray(i, np.dtype(np.intp))
+        i = xp.where(i < 0, i + n, i)
+        if mode != "clip":
+            ok = (i >= 0) & (i < n)
+            inside = ok if inside is None else inside & ok
+        flat = flat + xp.clip(i, 0, max(n - 1, 0)) * math.prod(shape[k + 1:len(indices)])
+
+    def vector(z: Any) -> Any:
+        return xp.reshape(xp.broadcast_to(z, selected), (math.prod(selected),))
+
+    return vector(flat), None if inside is None else vector(inside)
+
+
+def _as_rows(lib: Any, x: Any, covered: int) -> Any:
+    """`x` as a matrix: a row for each position of its first `covered` axes."""
+    shape = get_aval(x).shape
+    return lib.xp.reshape(x, (math.prod(shape[:covered]), math.prod(shape[covered:])))
+
+
+def _library_gather(lib: Any, x: Any, *indices: Any, mode: str) -> Any:
+    xp = lib.xp
+    aval = _gather_aval(get_aval(x), *(get_aval(i) for i in indices), mode=mode)
+    x = lib.asarray(x)
+    flat, inside = _library_rows(lib, get_aval(x).shape, indices, mode)
+    out = xp.take(_as_rows(lib, x, len(indices)), flat, axis=0)
+    if inside is not None:
+        out = xp.where(inside[:, None], out, lib.asarray(0, aval.dtype))
+    return xp.reshape(out, aval.shape)
+
+
+def _compared(lib: Any, size: int, prim: Primitive) -> None:
+    """The NotImplementedError of a scatter whose comparisons would take `size` elements, too many."""
+    if size > ONE_HOT_LIMIT:
+        raise NotImplementedError(
+            f"the primitive `{prim.name}` on arrays of {lib.name} compares the positions it updates "
+            f"with every position they may land on, {size} elements here, more than fgrad's limit of "
+            f"{ONE_HOT_LIMIT} (gather.ONE_HOT_LIMIT). Update fewer elements at a time, or pass the "
+            "indices as constants (close over them), which fgrad scatters without comparing."
+        )
+
+
+def _library_scatter(prim: Primitive, reduce: str | None) -> None:
+    """`library_rules[prim]`: each row of x with the updates that land on it
+    combined in by the standard's reduction `reduce` (None: the last one)."""
+
+    def rule(lib: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
+        xp = lib.xp
+        aval = prim.abstract_eval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
+        selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
+        x_rows = _as_rows(lib, lib.asarray(x, aval.dtype), len(indices))
+        (n, width), count = get_aval(x_rows).shape, math.prod(selected)
+        if not n * width * count:
+            return lib.asarray(x, aval.dtype)
+        _compared(lib, n * count * width, prim)
+        flat, inside = _library_rows(lib, aval.shape, indices, mode)
+        target = selected + aval.shape[len(indices):]
+        values = xp.reshape(xp.broadcast_to(lib.asarray(y, aval.dtype), target), (count, width))
+        hits = xp.arange(n, dtype=lib.dtype(np.intp))[:, None] == flat[None, :]
+        if inside is not None:
+            hits = hits & inside[None, :]
+        if reduce is None:
+            last = xp.max(xp.where(hits, xp.arange(count, dtype=lib.dtype(np.intp))[None, :], -1), axis=1)
+            update = xp.take(values, xp.clip(last, 0, count - 1), axis=0)
+        elif reduce in ("min", "max"):  # x itself where nothing lands: no identity needed
+            landing = xp.where(hits[:, :, None], values[None, ...], x_rows[:, None, :])
+            update = getattr(xp, reduce)(landing, axis=1)
+        else:
+            identity = lib.asarray(0 if reduce == "sum" else 1, aval.dtype)
+            update = getattr(xp, reduce)(xp.where(hits[:, :, None], values[None, ...], identity), axis=1,
+                                         dtype=lib.dtype(aval.dtype))
+            update = x_rows + update if reduce == "sum" else x_rows * update
+        out = xp.where(xp.any(hits, axis=1)[:, None], update, x_rows)
+        return xp.reshape(out, aval.shape)
+
+    library_rules[prim] = rule
+
+
+def _library_cofactors(lib: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
+    # For each selected element: x at its position times the product of the
+    # other updates that land there (the other selected elements of its row).
+    xp = lib.xp
+    aval = _cofactors_aval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
+    x_rows = _as_rows(lib, lib.asarray(x, aval.dtype), len(indices))
+    width = get_aval(x_rows).shape[1]
+    count = math.prod(broadcast_shapes(*(get_aval(i).shape for i in indices)))
+    if not count * width:
+        return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
+    _compared(lib, count * count * width, scatter_mul_cofactors_p)
+    flat, inside = _library_rows(lib, get_aval(x).shape, indices, mode)
+    values = xp.reshape(xp.broadcast_to(lib.asarray(y, aval.dtype), aval.shape), (count, width))
+    numbers = xp.arange(count, dtype=lib.dtype(np.intp))
+    others = (flat[:, None] == flat[None, :]) & (numbers[:, None] != numbers[None, :])
+    if inside is not None:
+        others = others & inside[None, :]
+    factors = xp.where(others[:, :, None], values[None, ...], lib.asarray(1, aval.dtype))
+    product = xp.prod(factors, axis=1, dtype=lib.dtype(aval.dtype))
+    out = xp.take(x_rows, flat, axis=0) * product
+    if inside is not None:
+        out = xp.where(inside[:, None], out, lib.asarray(0, aval.dtype))
+    return xp.reshape(out, aval.shape)
+
+
+library_rules[gather_p] = _library_gather
+library_rules[scatter_mul_cofactors_p] = _library_cofactors
+for _p, _reduce in ((scatter_add_p, "sum"), (scatter_set_p, None), (scatter_mul_p, "prod"),
+                    (scatter_min_p, "min"), (scatter_max_p, "max")):
+    _library_scatter(_p, _reduce)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import library_rules
 from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, shapes
@@ -211,13 +212,13 @@ def _index_add_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[A
 
 def _index_set_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[Any]:
     # x reaches the output where it is not overwritten; y where its write is the last.
-    ct_x = index_set(ct, np.zeros((), ct.dtype), idx=idx) if d.is_linear(x) else None
+    ct_x = index_set(ct, np.zeros((), get_aval(ct).dtype), idx=idx) if d.is_linear(x) else None
     ct_y = None
     if d.is_linear(y):
         ct_y = getitem(ct, idx=idx)
         kept = _last_writes((x.aval if d.is_linear(x) else get_aval(x)).shape, idx)
         if kept is not None:
-            ct_y = ew.where(kept, ct_y, np.zeros((), ct.dtype))
+            ct_y = ew.where(kept, ct_y, np.zeros((), get_aval(ct).dtype))
         ct_y = d.unbroadcast(ct_y, y.aval)
     return [ct_x, ct_y]
 
@@ -367,3 +368,107 @@ index_set: Callable[..., Any] = index_set_p.bind
 index_mul: Callable[..., Any] = index_mul_p.bind
 index_min: Callable[..., Any] = index_min_p.bind
 index_max: Callable[..., Any] = index_max_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# The standard indexes with ints, slices in bounds, None and Ellipsis (which
+# keep Dask's chunks); not with NumPy's arrays in between, nor does it scatter.
+# The index being static, NumPy works out which elements it selects, as flat
+# positions: a getitem takes them from the flattened array, and a scatter puts
+# the updates in place with `where`, in rounds that each write a position at
+# most once (the r-th update of each position in round r, NumPy's order).
+
+
+def _in_bounds(s: slice, n: int) -> slice:
+    """`s` on an axis of `n` with its ends in bounds, as the standard wants them."""
+    start, stop, step = s.indices(n)
+    if not len(range(start, stop, step)):
+        return slice(0, 0)
+    return slice(start, None if stop < 0 else stop, step)
+
+
+def _library_index(shape: tuple[int, ...], idx: StaticIndex) -> tuple[Any, ...]:
+    """A basic `idx` (no arrays) for an array of `shape`, its slices in bounds."""
+    taken = sum(1 for e in idx if e is not None and e is not Ellipsis)
+    out: list[Any] = []
+    axis = 0
+    for e in idx:
+        if e is Ellipsis:
+            axis += len(shape) - taken
+        elif isinstance(e, slice):
+            e = _in_bounds(e, shape[axis])
+        if e is not None and e is not Ellipsis:
+            axis += 1
+        out.append(e)
+    return tuple(out) if Ellipsis in idx else (*out, Ellipsis)  # the standard indexes every axis
+
+
+def library_take(lib: Any, x: Any, positions: Any) -> Any:
+    """The elements of `x` at the flat (C order) `positions`, an integer array
+    of the library: the flattened array's `take`."""
+    xp = lib.xp
+    shape = get_aval(positions).shape
+    flat = xp.take(xp.reshape(x, (-1,)), xp.reshape(positions, (-1,)), axis=0)
+    return xp.reshape(flat, shape)
+
+
+def _library_getitem(lib: Any, x: Any, *, idx: StaticIndex) -> Any:
+    x = lib.asarray(x)
+    shape = get_aval(x).shape
+    indexed_shape(shape, idx)  # NumPy's IndexError for an index that does not fit
+    if not idx.has_arrays():
+        return x[_library_index(shape, idx)]
+    positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[tuple(idx)]
+    return library_take(lib, x, lib.asarray(positions, INDEX_DTYPE))
+
+
+def _update_rounds(shape: tuple[int, ...], idx: StaticIndex, last_only: bool
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`out[idx] op= y` on an array of `shape` as rounds that write each position
+    at most once: for each, a mask of the positions it writes and, at each,
+    which element of the flattened selection goes there. `last_only`: one
+    round of the writes that assignment keeps."""
+    target = indexed_shape(shape, idx)
+    size = int(np.prod(shape, dtype=np.int64))
+    rounds = None if last_only else occurrence_rounds(shape, idx)
+    if rounds is None:
+        owner = np.full(shape, -1, INDEX_DTYPE)
+        owner[tuple(idx)] = np.arange(int(np.prod(target, dtype=np.int64))).reshape(target)
+        return [(owner >= 0, np.maximum(owner, 0))]
+    where, groups = rounds
+    out = []
+    for g in groups:
+        owner = np.full(size, -1, INDEX_DTYPE)
+        owner[where[g]] = g
+        out.append(((owner >= 0).reshape(shape), np.maximum(owner, 0).reshape(shape)))
+    return out
+
+
+def _library_scatter(prim: Primitive, combine: Callable[..., Any] | None) -> None:
+    """`library_rules[prim]`: `out[idx] = combine(xp, out[idx], y)` (`combine`
+    None: `out[idx] = y`), a round at a time."""
+
+    def rule(lib: Any, x: Any, y: Any, *, idx: StaticIndex) -> Any:
+        xp = lib.xp
+        aval = prim.abstract_eval(get_aval(x), get_aval(y), idx=idx)
+        out = lib.asarray(x, aval.dtype)
+        target = indexed_shape(aval.shape, idx)
+        if 0 in target:
+            return out
+        values = xp.broadcast_to(lib.asarray(y, aval.dtype), target)
+        for written, source in _update_rounds(aval.shape, idx, last_only=combine is None):
+            update = library_take(lib, values, lib.asarray(source))
+            if combine is not None:
+                update = combine(xp, out, update)
+            out = xp.where(lib.asarray(written), update, out)
+        return out
+
+    library_rules[prim] = rule
+
+
+library_rules[getitem_p] = _library_getitem
+_library_scatter(index_set_p, None)
+for _p, _combine in ((index_add_p, lambda xp, a, b: a + b), (index_mul_p, lambda xp, a, b: a * b),
+                     (index_min_p, lambda xp, a, b: xp.minimum(a, b)),
+                     (index_max_p, lambda xp, a, b: xp.maximum(a, b))):
+    _library_scatter(_p, _combine)

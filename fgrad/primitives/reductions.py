@@ -99,7 +99,7 @@ def _chooser_jvp(prim: Primitive) -> Callable[..., Any]:
         (x,), (g,) = primals, tangents
         ans = prim.bind(x, axes=axes)
         at_extremum = ew.eq(x, shapes.reshape(ans, new_shape=kept_shape(x.shape, axes)))
-        weights = ew.convert_element_type(at_extremum, new_dtype=g.dtype)
+        weights = ew.convert_element_type(at_extremum, new_dtype=get_aval(g).dtype)
         weights = ew.div(weights, shapes.reshape(reduce_sum(weights, axes=axes),
                                                  new_shape=kept_shape(x.shape, axes)))
         return ans, reduce_sum(ew.mul(g, weights), axes=axes)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import library_rules
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing, shapes
@@ -193,3 +194,69 @@ argsort: Callable[..., Any] = argsort_p.bind
 argpartition: Callable[..., Any] = argpartition_p.bind
 sort_by_key: Callable[..., Any] = sort_by_key_p.bind
 searchsorted: Callable[..., Any] = searchsorted_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# The standard's sort and argsort (stable, NaN last as NumPy's where the library
+# computes with NumPy). It orders real numbers only: booleans are sorted as
+# uint8. argpartition is a full stable argsort, which is one of the
+# arrangements a partition allows (NumPy leaves the order within each part
+# unspecified).
+
+
+def _sortable(lib: Any, x: Any, dtype: np.dtype | None = None) -> Any:
+    """`x` (in `dtype`, if given) as an array the standard sorts."""
+    dtype = get_aval(x).dtype if dtype is None else dtype
+    return lib.asarray(x, np.dtype(np.uint8) if dtype.kind == "b" else dtype)
+
+
+def _library_argsort(lib: Any, x: Any, *, axis: int) -> Any:
+    red.check_axes(get_aval(x), (axis,))
+    return lib.asarray(lib.xp.argsort(_sortable(lib, x), axis=axis, stable=True), indexing.INDEX_DTYPE)
+
+
+def _library_sort(lib: Any, x: Any, *, axis: int) -> Any:
+    dtype = _sort_aval(get_aval(x), axis=axis).dtype
+    return lib.asarray(lib.xp.sort(_sortable(lib, x), axis=axis, stable=True), dtype)
+
+
+def _library_argpartition(lib: Any, x: Any, *, kth: tuple[int, ...], axis: int) -> Any:
+    _argpartition_aval(get_aval(x), kth=kth, axis=axis)
+    return _library_argsort(lib, x, axis=axis)
+
+
+def _take_along_axis(lib: Any, x: Any, indices: Any, axis: int) -> Any:
+    """The standard's take_along_axis, or for a library without it (Dask) the
+    same elements taken from the flattened array: an element's flat position
+    is its index along `axis` times that axis's stride, plus the position of
+    its line."""
+    native = getattr(lib.xp, "take_along_axis", None)
+    if native is not None:
+        return native(x, indices, axis=axis)
+    shape = get_aval(x).shape
+    stride = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    lines = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    lines = lines[(slice(None),) * axis + (slice(0, 1),)]  # each line's first position
+    positions = lib.asarray(lines, indexing.INDEX_DTYPE) + lib.asarray(indices, indexing.INDEX_DTYPE) * stride
+    return indexing.library_take(lib, x, positions)
+
+
+def _library_sort_by_key(lib: Any, keys: Any, values: Any, *, axis: int) -> Any:
+    dtype = _sort_by_key_aval(get_aval(keys), get_aval(values), axis=axis).dtype
+    order = lib.xp.argsort(_sortable(lib, keys), axis=axis, stable=True)
+    return _take_along_axis(lib, lib.asarray(values, dtype), order, axis)
+
+
+def _library_searchsorted(lib: Any, a: Any, v: Any, *, side: str) -> Any:
+    # Both in NumPy's common dtype, in which NumPy compares them.
+    _searchsorted_aval(get_aval(a), get_aval(v), side=side)
+    dtype = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
+    found = lib.xp.searchsorted(_sortable(lib, a, dtype), _sortable(lib, v, dtype), side=side)
+    return lib.asarray(found, indexing.INDEX_DTYPE)
+
+
+library_rules[sort_p] = _library_sort
+library_rules[argsort_p] = _library_argsort
+library_rules[argpartition_p] = _library_argpartition
+library_rules[sort_by_key_p] = _library_sort_by_key
+library_rules[searchsorted_p] = _library_searchsorted
