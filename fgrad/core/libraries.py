@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -141,24 +142,18 @@ _KNOWN_ARRAY_CLASSES = frozenset({"Array", "ndarray", "Tensor", "ArrayImpl"})
 
 
 def _namespace_for(x: Any, root: str) -> Any:
+    """The Array-API namespace of `x`'s library: array-api-compat's wrapper for
+    the libraries that need one, the library's own `__array_namespace__` otherwise."""
     require("array_api_compat", "array-api", f"fgrad on arrays of {root}")
-    if root == "dask":
-        import array_api_compat.dask.array as xp  # type: ignore[import-untyped]
-
-        return xp
-    if root == "cupy":
-        import array_api_compat.cupy as xp  # type: ignore[import-untyped]
-
-        return xp
-    if root == "torch":
-        import array_api_compat.torch as xp  # type: ignore[import-untyped]
-
-        return xp
+    wrappers = {"dask": "array_api_compat.dask.array", "cupy": "array_api_compat.cupy",
+                "torch": "array_api_compat.torch"}
+    if root in wrappers:
+        return importlib.import_module(wrappers[root])
     return x.__array_namespace__()
 
 
 def _dask_blocks(fn: Callable[..., Any], *args: Any, dtype: np.dtype) -> Any:
-    import dask.array as da  # type: ignore[import-untyped]
+    import dask.array as da
 
     return da.map_blocks(fn, *args, dtype=dtype)
 
