@@ -36,6 +36,7 @@ import numpy as np
 from .api.arguments import describe, fun_name, to_input
 from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
+from .core.libraries import generic_impls, is_library_array
 from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
 from .ir.cache import cached_per_jaxpr
@@ -45,7 +46,7 @@ from .ir.jaxpr import ClosedJaxpr
 from .ir.staging import closure_convert, trace_to_jaxpr
 from .primitives import elementwise
 from .primitives.batching import batch_size, move_axis, with_batch_axis
-from .primitives.derivatives import is_linear, zeros
+from .primitives.derivatives import is_linear, zeros, zeros_now
 from .transforms.batching import batch_flat, batch_jaxpr
 from .transforms.call import call_batch, call_jvp, call_transpose
 from .transforms.forward import JVPTracer, jvp_jaxpr
@@ -55,8 +56,8 @@ __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
 
 
 def _zeros_for(x: Any) -> Any:
-    aval = get_aval(x).strip_weak_type()
-    return np.zeros(aval.shape, aval.dtype)
+    """Zeros like `x`, in the array library the computation runs on."""
+    return zeros_now(get_aval(x).strip_weak_type())
 
 
 def _avals(xs: Sequence[Any]) -> list[ShapedArray]:
@@ -83,7 +84,7 @@ def _split_nondiff(args: tuple[Any, ...], nondiff: tuple[int, ...], name: str) -
     static, dynamic = [], []
     for i, x in enumerate(args):
         if i in nondiff:
-            if isinstance(x, (Tracer, np.ndarray)):
+            if isinstance(x, (Tracer, np.ndarray)) or is_library_array(x):
                 raise TypeError(
                     f"argument {i} of {name} is in nondiff_argnums but is an array or a traced "
                     f"value ({type(x).__name__}); nondiff_argnums is for Python values such as "
@@ -315,7 +316,7 @@ class custom_jvp:
                 if rule is not None:
                     c = rule(t, ans, *primals)
                     out = c if out is None else out + c
-            return ans, (out if out is not None else np.zeros_like(ans))
+            return ans, (out if out is not None else _zeros_for(ans))
 
         self.jvp = jvp
 
@@ -376,6 +377,7 @@ def _custom_jvp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: i
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", _custom_jvp_impl, _custom_jvp_aval, multiple_results=True)
+generic_impls.add(custom_jvp_call_p)
 
 
 def _custom_jvp_rule(primals: list[Any], tangents: list[Any], *, call_jaxpr: ClosedJaxpr,
@@ -533,6 +535,7 @@ def _custom_vjp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: i
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _custom_vjp_aval, multiple_results=True)
+generic_impls.add(custom_vjp_call_p)
 
 
 def _forward_mode_error(name: str) -> TypeError:
@@ -616,6 +619,7 @@ def _custom_vjp_bwd_impl(*args: Any, name: str, **_: Any) -> list[Any]:
 custom_vjp_bwd_p = Primitive(
     "custom_vjp_bwd", _custom_vjp_bwd_impl, lambda *a, out_avals, **_: list(out_avals), multiple_results=True
 )
+generic_impls.add(custom_vjp_bwd_p)  # its impl raises the same error on every library
 
 
 def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: ClosedJaxpr, num_res: int,
@@ -686,6 +690,7 @@ def _checkpoint_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list
 
 
 checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_aval, multiple_results=True)
+generic_impls.add(checkpoint_p)
 
 
 def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,

@@ -24,6 +24,7 @@ import numpy as np
 
 from .api.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from .core.avals import ShapedArray
+from .core.libraries import generic_impls
 from .core.rules import Linearization, batch_rules, effectful, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, EvalTrace, Primitive, ctx
 
@@ -103,6 +104,8 @@ batch_rules[tap_grad_p] = lambda args, dims, **params: (tap_grad_p.bind(*args, *
 tap_cotangent_p = Primitive("tap_cotangent", lambda t, **_: t, lambda t, **_: t)
 # Printing and calling back are what these are for: passes never drop them.
 effectful.update((debug_print_p, debug_callback_p, tap_grad_p, tap_cotangent_p))
+# They hand the values to Python (print, the callback) as they are: any library's arrays.
+generic_impls.update((debug_print_p, debug_callback_p, tap_grad_p, tap_cotangent_p))
 transpose_rules[tap_cotangent_p] = lambda ct, t, *, callback: [debug_callback_p.bind(ct, callback=callback)]
 jvp_rules[tap_cotangent_p] = lambda primals, tangents, **params: (
     tap_cotangent_p.bind(*primals, **params), tangents[0]

@@ -100,7 +100,8 @@ class Compiled:
                 f"with ({got}) (or other static values or structure). Call the jitted function itself, "
                 "which traces a version for each kind of argument."
             )
-        outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self._jitted.name)
+        with on_library([*entry.consts, *operands]):  # another array library's: equation by equation
+            outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self._jitted.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
     def __repr__(self) -> str:
@@ -147,13 +148,15 @@ class Jitted:
                 outs = entry.run(*entry.consts, *args)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         entry, operands = self._prepare(args, kwargs)
-        if key is not None:
+        # Another array library's arrays (operands, or constants the function
+        # closed over): run there, equation by equation, never the NumPy code.
+        library = library_of([*entry.consts, *operands]) if ctx.trace is EVAL_TRACE else None
+        if key is not None and library is None:
             entry.run = compile_jaxpr(entry.jaxpr).fun
             if len(self._fast) >= CACHE_SIZE:
                 self._fast.clear()
             self._fast[key] = entry
-        library = library_of(operands) if key is None and ctx.trace is EVAL_TRACE else None
-        if library is not None:  # another array library's arrays: run there, equation by equation
+        if library is not None:
             with on_library((), library):
                 outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self.name)
         elif entry.donated and ctx.trace is EVAL_TRACE:  # donation counts where nothing traces the call
@@ -349,7 +352,7 @@ def _operand(x: Any, name: str) -> Any:
         arr = to_input(x)
     except TypeError:
         arr = None
-    if arr is None or np.asarray(arr).dtype.kind not in "biufc":
+    if arr is None or get_aval(arr).dtype.kind not in "biufc":
         raise TypeError(
             f"an argument of {name} is a {type(x).__name__} ({x!r}), which jit cannot trace: it "
             "traces arrays and numbers. Mark the argument static (jit's static_argnums or "

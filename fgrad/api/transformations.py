@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
-from ..core.libraries import current_library, library_of, on_library
+from ..core.libraries import Library, current_library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
 from ..ir.staging import StagingTrace
@@ -48,6 +48,32 @@ def _zeros(aval: ShapedArray) -> Any:
     if lib is not None:
         return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
     return to_output(np.zeros(aval.shape, aval.dtype))
+
+
+def _in_library(values: Sequence[Any]) -> list[Any]:
+    """`values` with NumPy's arrays and scalars made arrays of the library the
+    transform runs on, if not NumPy: a caller's NumPy argument, tangent or
+    cotangent (or grad's seed) beside another library's arrays, so that even
+    one that passes through unchanged comes out in that library."""
+    lib = current_library()
+    if lib is None:
+        return list(values)
+    return [lib.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in values]
+
+
+def _library_for(library: Library | None, given: Sequence[Any]) -> Library | None:
+    """The library a vjp or linearize function computes on: its primals'
+    (`library`), else that of the `given` cotangents or tangents; TypeError
+    for arrays of two libraries."""
+    found = library_of(given)
+    if found is None or found is library:
+        return library
+    if library is None:
+        return found
+    raise TypeError(
+        f"the arguments mix arrays of {library.name} (the primals) and of {found.name}; fgrad computes "
+        f"on one array library at a time. Convert them to one library first."
+    )
 
 
 def _check_like(
@@ -94,7 +120,7 @@ def _vjp_fn(
     library = library_of(primals)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
-        with on_library((), library):
+        with on_library((), _library_for(library, tree_flatten(cotangent)[0])):
             return _pull_back(linear, in_tree, out_tree, cotangent)
 
     return vjp_fn
@@ -111,7 +137,7 @@ def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, 
         _check_like(ct, aval, "cotangent", _leaf_position(out_tree, i), ValueError)
         for i, (ct, aval) in enumerate(zip(ct_leaves, linear.out_avals))
     ]
-    cts_in = linear.transpose(cts)
+    cts_in = linear.transpose(_in_library(cts))
     leaves = [_zeros(a) if c is None else to_output(c) for c, a in zip(cts_in, linear.in_avals)]
     return tree_unflatten(in_tree, leaves)
 
@@ -123,6 +149,7 @@ def _linearize(
     leaves = [to_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     with on_library(leaves):
+        leaves = _in_library(leaves)
         outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
     assert store.tree is not None
     aux_tree = None if not has_aux else tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
@@ -211,10 +238,11 @@ def value_and_grad(
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         with on_library(leaves):
+            leaves = _in_library(leaves)
             outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
             assert store.tree is not None
             aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
-            cts = linear.transpose([aval.dtype.type(1)], consume=True)
+            cts = linear.transpose(_in_library([aval.dtype.type(1)]), consume=True)
             g = tree_unflatten(in_tree, [
                 _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
             ])
@@ -293,6 +321,7 @@ def jvp(
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     with on_library([*leaves, *t_leaves]):
+        leaves, t_leaves = _in_library(leaves), _in_library(t_leaves)
         outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
         assert store.tree is not None
         out = tree_unflatten(store.tree, [to_output(x) for x in outs])
@@ -324,8 +353,8 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     def f_jvp(*tangents: Any) -> Any:
         t_in = _check_tangents(in_leaves, in_tree, tangents, "tangents")
         jaxpr = linear.jaxpr
-        with on_library((), library):
-            filled = [_zeros(a) if t is None else t for t, a in zip(t_in, linear.in_avals)]
+        with on_library((), _library_for(library, t_in)):
+            filled = [_zeros(a) if t is None else t for t, a in zip(_in_library(t_in), linear.in_avals)]
             t_nonzero = iter(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *filled))
             t_outs = [next(t_nonzero) if nz else None for nz in linear.nonzero_outputs]
             return tree_unflatten(out_tree, [

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import on_library
+from ..core.libraries import current_library, on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
@@ -177,7 +177,7 @@ def _identity(n: int, dtype: np.dtype) -> np.ndarray:
     return eye
 
 
-def _std_basis(avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+def _std_basis(avals: Sequence[ShapedArray]) -> list[Any]:
     """The standard basis of the flattened, concatenated `avals`, split back
     into arrays of shape (total size, *aval.shape).
 
@@ -185,15 +185,19 @@ def _std_basis(avals: Sequence[ShapedArray]) -> list[np.ndarray]:
     tangent (jacfwd) or cotangent (jacrev) for that leaf, and those must have
     the leaf's dtype; a float32 input beside a float64 one gets a float32 basis.
     As in JAX, jacfwd's Jacobians then have the outputs' dtypes (by NumPy
-    promotion inside the function) and jacrev's the inputs' dtypes.
+    promotion inside the function) and jacrev's the inputs' dtypes. On another
+    array library (core/libraries.py) the identities are that library's arrays.
     """
     total = sum(a.size for a in avals)
-    eyes: dict[np.dtype, np.ndarray] = {}
+    lib = current_library()
+    eyes: dict[np.dtype, Any] = {}
     out, start = [], 0
     for a in avals:
         if a.dtype not in eyes:
-            eyes[a.dtype] = _eye(total, a.dtype)
-        out.append(eyes[a.dtype][:, start:start + a.size].reshape(total, *a.shape))
+            eyes[a.dtype] = _eye(total, a.dtype) if lib is None else lib.asarray(_eye(total, a.dtype))
+        piece = eyes[a.dtype][:, start:start + a.size]
+        shape = (total, *a.shape)
+        out.append(piece.reshape(shape) if lib is None else lib.xp.reshape(piece, shape))
         start += a.size
     return out
 
@@ -268,26 +272,32 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd", "c" if holomorphic else "f")
-        in_avals = [get_aval(x).strip_weak_type() for x in leaves]
-
-        def pushfwd(*basis: Any) -> Any:
-            return jvp(f, dyn, tuple(tree_unflatten(in_tree, list(basis))), has_aux=has_aux)
-
-        out_axes = (None, -1, None) if has_aux else (None, -1)
-        results = vmap(pushfwd, out_axes=out_axes)(*_std_basis(in_avals))
-        y, jac = results[0], results[1]
-        y_leaves, y_tree = tree_flatten(y)
-        if holomorphic:
-            _check_outputs("jacfwd", fun, [get_aval(x) for x in y_leaves], holomorphic)
-        rebuild = _arg_structure(in_tree, argnums)
-        jac_leaves = []
-        for yl, jl in zip(y_leaves, tree_flatten(jac)[0]):
-            shape = get_aval(yl).shape
-            jac_leaves.append(rebuild(_split(jl, -1, in_avals, shape, ())))
-        out = tree_unflatten(y_tree, jac_leaves)
-        return (out, results[2]) if has_aux else out
+        with on_library(leaves):  # the vmap, the jvps inside it and the splitting, all on one library
+            return _jacfwd(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun
+
+
+def _jacfwd(fun: Callable[..., Any], f: Callable[..., Any], dyn: tuple[Any, ...], in_tree: PyTreeDef,
+            leaves: list[Any], argnums: int | Sequence[int], has_aux: bool, holomorphic: bool) -> Any:
+    in_avals = [get_aval(x).strip_weak_type() for x in leaves]
+
+    def pushfwd(*basis: Any) -> Any:
+        return jvp(f, dyn, tuple(tree_unflatten(in_tree, list(basis))), has_aux=has_aux)
+
+    out_axes = (None, -1, None) if has_aux else (None, -1)
+    results = vmap(pushfwd, out_axes=out_axes)(*_std_basis(in_avals))
+    y, jac = results[0], results[1]
+    y_leaves, y_tree = tree_flatten(y)
+    if holomorphic:
+        _check_outputs("jacfwd", fun, [get_aval(x) for x in y_leaves], holomorphic)
+    rebuild = _arg_structure(in_tree, argnums)
+    jac_leaves = []
+    for yl, jl in zip(y_leaves, tree_flatten(jac)[0]):
+        shape = get_aval(yl).shape
+        jac_leaves.append(rebuild(_split(jl, -1, in_avals, shape, ())))
+    out = tree_unflatten(y_tree, jac_leaves)
+    return (out, results[2]) if has_aux else out
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -304,23 +314,29 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacrev", "c" if holomorphic else "fc")
-        in_avals = [get_aval(x).strip_weak_type() for x in leaves]
-        if has_aux:
-            y, pullback, aux = vjp(f, *dyn, has_aux=True)
-        else:
-            y, pullback = vjp(f, *dyn)
-        y_leaves, y_tree = tree_flatten(y)
-        out_avals = [get_aval(x).strip_weak_type() for x in y_leaves]
-        _check_outputs("jacrev", fun, out_avals, holomorphic)
-        basis = tree_unflatten(y_tree, _std_basis(out_avals))
-        cts = tree_flatten(vmap(pullback)(basis))[0]  # per input leaf: (total output size, *shape)
-        rebuild = _arg_structure(in_tree, argnums)
-        per_output = [_split(ct, 0, out_avals, (), a.shape) for ct, a in zip(cts, in_avals)]
-        jac_leaves = [rebuild([pieces[j] for pieces in per_output]) for j in range(len(out_avals))]
-        out = tree_unflatten(y_tree, jac_leaves)
-        return (out, aux) if has_aux else out
+        with on_library(leaves):  # the vjp, the vmap of its pullback and the splitting, all on one library
+            return _jacrev(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun
+
+
+def _jacrev(fun: Callable[..., Any], f: Callable[..., Any], dyn: tuple[Any, ...], in_tree: PyTreeDef,
+            leaves: list[Any], argnums: int | Sequence[int], has_aux: bool, holomorphic: bool) -> Any:
+    in_avals = [get_aval(x).strip_weak_type() for x in leaves]
+    if has_aux:
+        y, pullback, aux = vjp(f, *dyn, has_aux=True)
+    else:
+        y, pullback = vjp(f, *dyn)
+    y_leaves, y_tree = tree_flatten(y)
+    out_avals = [get_aval(x).strip_weak_type() for x in y_leaves]
+    _check_outputs("jacrev", fun, out_avals, holomorphic)
+    basis = tree_unflatten(y_tree, _std_basis(out_avals))
+    cts = tree_flatten(vmap(pullback)(basis))[0]  # per input leaf: (total output size, *shape)
+    rebuild = _arg_structure(in_tree, argnums)
+    per_output = [_split(ct, 0, out_avals, (), a.shape) for ct, a in zip(cts, in_avals)]
+    jac_leaves = [rebuild([pieces[j] for pieces in per_output]) for j in range(len(out_avals))]
+    out = tree_unflatten(y_tree, jac_leaves)
+    return (out, aux) if has_aux else out
 
 
 jacobian = jacrev

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import get_aval
+from ..core.libraries import is_library_array
 from ..core.rules import effectful, jvp_rules
 from ..core.trace import Primitive
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
@@ -188,6 +189,8 @@ def _fold(eqn: JaxprEqn, known: dict[Var, Any]) -> list[Any] | None:
     if has_effects(eqn) or sub_jaxprs(eqn):
         return None
     args = [a.val if isinstance(a, Literal) else known[a] for a in eqn.invars]
+    if any(is_library_array(x) for x in args):  # the impl is NumPy's: it would convert them
+        return None
     in_size = sum(int(np.size(x)) for x in args)
     if sum(v.aval.size for v in eqn.outvars) > max(in_size, FOLD_MAX_NEW_ELEMENTS):
         return None
@@ -239,6 +242,8 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     const_of = dict(zip(closed.jaxpr.constvars, closed.consts))
     uniform: dict[Var, Any] = {}  # the value every entry of a variable has, where known
     for v, c in const_of.items():
+        if is_library_array(c):  # reading its entries would convert it (compute it, for Dask)
+            continue
         arr = np.asarray(c)
         if not arr.size or arr.dtype == object or arr.dtype.kind in "SUV":
             continue

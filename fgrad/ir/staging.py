@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
+from ..core.libraries import is_library_array
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
@@ -94,8 +95,8 @@ class StagingTrace(Trace):
             self.check_foreign(x)
         var = self._const_ids.get(id(x))
         if var is None:
-            if not isinstance(x, (Tracer, np.ndarray)):
-                x = np.asarray(x)
+            if not isinstance(x, (Tracer, np.ndarray)) and not is_library_array(x):
+                x = np.asarray(x)  # another library's array stays one: a constant of the jaxpr
             var = self._const_ids[id(x)] = Var(get_aval(x))
             self.constvars.append(var)
             self.consts.append(x)  # also keeps id(x) from being reused

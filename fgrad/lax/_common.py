@@ -14,13 +14,14 @@ from ..api.arguments import to_input
 from ..api.pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
+from ..core.libraries import current_library, is_library_array
 from ..core.trace import Tracer
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..primitives import shapes
 
 __all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "assign",
-           "indented", "stacked", "concrete", "ABSTRACT_ADVICE"]
+           "indented", "stacked", "stack_now", "branch_index", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -113,6 +114,26 @@ def stacked(pieces: Sequence[Any]) -> Any:
     return shapes.concatenate(*rows, axis=0) if len(rows) > 1 else rows[0]
 
 
+def stack_now(pieces: Sequence[Any], aval: ShapedArray) -> Any:
+    """`pieces` (values of `aval`) stacked along a new leading axis now, in an
+    impl: in the array library the computation runs on (core/libraries.py),
+    NumPy's by default. A piece may be NumPy's where the others are the
+    library's (a constant output of a loop's body): it goes into the library."""
+    lib = current_library()
+    if lib is None:
+        return np.stack(pieces) if pieces else np.empty((0, *aval.shape), aval.dtype)
+    if not pieces:
+        return lib.xp.empty((0, *aval.shape), dtype=lib.dtype(aval.dtype))
+    return lib.xp.stack([lib.asarray(p, aval.dtype) for p in pieces])
+
+
+def branch_index(index: Any, num_branches: int) -> int:
+    """A cond's index, known now, clamped into range as a Python int. On
+    another library's array this reads the value out (a Dask index is
+    computed): the branch to run must be known to run it."""
+    return min(max(int(index), 0), num_branches - 1)
+
+
 def assign(names: Sequence[str], values: Sequence[str]) -> list[str]:
     """A statement binding `names` to `values` at once (none for no names)."""
     if not names:
@@ -125,11 +146,12 @@ def indented(lines: Sequence[str]) -> list[str]:
 
 
 def concrete(x: Any) -> Any:
-    """The value of `x` if it is known now (a NumPy value, or a tracer that carries
-    one), else None."""
+    """The value of `x` if it is known now (a NumPy value, another library's
+    array, or a tracer that carries one), else None. Another library's array
+    stays one: converting it is the caller's choice (a Python bool or int)."""
     while isinstance(x, Tracer):
         try:
             x = x._concrete("value")
         except ConcretizationTypeError:  # an abstract value: no transform knows it
             return None
-    return np.asarray(x)
+    return x if is_library_array(x) else np.asarray(x)

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..api.pytree import tree_unflatten
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import generic_impls
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -49,6 +50,7 @@ from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxp
 from ._common import (
     assign,
     avals_of,
+    branch_index,
     check_same,
     concrete,
     indented,
@@ -62,8 +64,7 @@ __all__ = ["cond", "switch", "select", "cond_p"]
 
 
 def _cond_impl(index: Any, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> list[Any]:
-    k = int(np.clip(index, 0, len(branches) - 1))
-    return runner(branches[k])(*args)
+    return runner(branches[branch_index(index, len(branches))])(*args)
 
 
 def _cond_aval(index: ShapedArray, *avals: ShapedArray,
@@ -82,6 +83,7 @@ def _cond_aval(index: ShapedArray, *avals: ShapedArray,
 
 
 cond_p = Primitive("cond", _cond_impl, _cond_aval, multiple_results=True)
+generic_impls.add(cond_p)
 
 
 def _joined_jvps(branches: tuple[ClosedJaxpr, ...], nonzeros: tuple[bool, ...]
@@ -105,8 +107,8 @@ def _cond_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
                     branches: tuple[ClosedJaxpr, ...]) -> tuple[list[Any], list[Any]]:
     index = concrete(primals[0])
     if index is not None:  # known now: the chosen branch, as if it were inline
-        k = int(np.clip(index, 0, len(branches) - 1))
-        outs = run_on(trace, branches[k], with_tangents(trace, primals[1:], tangents[1:]))
+        branch = branches[branch_index(index, len(branches))]
+        outs = run_on(trace, branch, with_tangents(trace, primals[1:], tangents[1:]))
         return split_tangents(trace, outs)
     # Not known (jit, vmap): partial evaluation of each branch's jvp. The known
     # parts run now as one cond, each returning every branch's residuals (zeros
@@ -209,7 +211,8 @@ def _cond_batch(args: list[Any], dims: list[Any], *, branches: tuple[ClosedJaxpr
         return cond_p.bind(index, *ops, branches=batched), [0 if b else None for b in union]
     # Each example has its own branch: run them all on the batch, then pick.
     index = batching.move_axis(index, d_index, 0)
-    index = ew.convert_element_type(index, new_dtype=np.dtype(np.int32)) if index.dtype == bool else index
+    if get_aval(index).dtype == bool:
+        index = ew.convert_element_type(index, new_dtype=np.dtype(np.int32))
     index = ufuncs.clip(index, 0, len(branches) - 1)
     results = [_on_batch(b, size, d_ops, ops) for b in branches]
     outs = []

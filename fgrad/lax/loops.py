@@ -36,6 +36,7 @@ import numpy as np
 
 from ..api.pytree import tree_unflatten
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import generic_impls
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -80,6 +81,9 @@ def _while_impl(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, co
                 body_nconsts: int) -> list[Any]:
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     test, step = runner(cond_jaxpr), runner(body_jaxpr)
+    # The condition's value decides whether to go on: a Python bool, which on
+    # a Dask array computes the graph up to this step (each step's test again
+    # from the start). A loop is not lazy there; its carry stays a Dask array.
     while test(*cc, *carry)[0]:
         carry = step(*bc, *carry)
     return carry
@@ -102,6 +106,7 @@ def _while_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 
 
 while_p = Primitive("while", _while_impl, _while_aval, multiple_results=True)
+generic_impls.add(while_p)
 
 
 def _carry_fixpoint(out_nonzeros: Callable[[list[bool]], Sequence[bool]], carry_nz: list[bool]) -> list[bool]:
@@ -204,6 +209,7 @@ def _tape_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, known_jaxpr: Closed
 
 
 while_tape_p = Primitive("while_tape", _tape_impl, _tape_aval, multiple_results=True)
+generic_impls.add(while_tape_p)  # the tape is NumPy's object array on any library: a list of their arrays
 
 
 def _tangents_impl(tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
@@ -220,6 +226,7 @@ def _tangents_aval(tape: ShapedArray, *avals: ShapedArray, linear_jaxpr: ClosedJ
 
 
 while_tangents_p = Primitive("while_tangents", _tangents_impl, _tangents_aval, multiple_results=True)
+generic_impls.add(while_tangents_p)
 
 
 def _cotangents_impl(tape: Any, *cts: Any, transposed_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
@@ -233,7 +240,7 @@ def _cotangents_impl(tape: Any, *cts: Any, transposed_jaxpr: ClosedJaxpr, num_co
         step_consts, carry = outs[:num_consts], outs[num_consts:]
         consts = step_consts if consts is None else [a + b for a, b in zip(consts, step_consts)]
     if consts is None:  # no iteration: nothing reaches the constants
-        consts = [np.zeros(a.shape, a.dtype) for a in transposed_jaxpr.out_avals[:num_consts]]
+        consts = [d.zeros_now(a) for a in transposed_jaxpr.out_avals[:num_consts]]
     return [*consts, *carry]
 
 
@@ -243,6 +250,7 @@ def _cotangents_aval(tape: ShapedArray, *avals: ShapedArray, transposed_jaxpr: C
 
 
 while_cotangents_p = Primitive("while_cotangents", _cotangents_impl, _cotangents_aval, multiple_results=True)
+generic_impls.add(while_cotangents_p)
 
 
 def _tangents_transpose(cts: list[Any], tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr,

@@ -29,6 +29,7 @@ import numpy as np
 from ..api.arguments import describe
 from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray
+from ..core.libraries import current_library, generic_impls
 from ..core.rules import Linearization, batch_rules, block_rules, jvp_rules
 from ..core.trace import Primitive, ctx
 from ..ir.check import check_operands
@@ -41,7 +42,7 @@ from ..transforms.batching import batch_jaxpr
 from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace
-from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stacked, stage
+from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stack_now, stacked, stage
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
@@ -56,17 +57,17 @@ def _scan_impl(*args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool, num_c
                num_carry: int) -> list[Any]:
     consts, carry, xs = _split(args, num_consts, num_carry)
     step = runner(jaxpr)
+    # The standard's indexing names every axis (x[i, ...]); NumPy's x[i] gives scalars, not 0-d arrays.
+    row = (lambda x, i: x[i]) if current_library() is None else (lambda x, i: x[i, ...])
     ys: list[list[Any]] = []
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = step(*consts, *carry, *(x[i] for x in xs))
+        outs = step(*consts, *carry, *(row(x, i) for x in xs))
         carry = outs[:num_carry]
         ys.append(outs[num_carry:])
     if reverse:
         ys.reverse()
     y_avals = jaxpr.out_avals[num_carry:]
-    stacked = [np.stack([y[k] for y in ys]) if length else np.empty((0, *a.shape), a.dtype)
-               for k, a in enumerate(y_avals)]
-    return [*carry, *stacked]
+    return [*carry, *(stack_now([y[k] for y in ys], a) for k, a in enumerate(y_avals))]
 
 
 def _scan_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, length: int, reverse: bool, num_consts: int,
@@ -86,6 +87,7 @@ def _scan_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, length: int, reverse: bo
 
 
 scan_p = Primitive("scan", _scan_impl, _scan_aval, multiple_results=True)
+generic_impls.add(scan_p)
 
 
 def _scan_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, length: int, reverse: bool,
@@ -139,10 +141,7 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
         y_avals = jaxpr.out_avals[num_carry:]
         stacked_ys = []
         for k, a in enumerate(y_avals):
-            if not length:
-                stacked_ys.append(np.empty((0, *a.shape), a.dtype))
-                continue
-            stacked_ys.append(stacked([y[k] for y in ys]))
+            stacked_ys.append(stacked([y[k] for y in ys]) if length else stack_now([], a))
     finally:
         ctx.trace = prev
     return split_tangents(trace, [*carry, *stacked_ys])

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.avals import get_aval
+from ..core.libraries import is_library_array
 from ..core.trace import EVAL_TRACE, Tracer, ctx
 from ..primitives import elementwise as ew
 from ..primitives import indexing, shapes
@@ -78,7 +79,9 @@ def astype(x: ArrayLike, dtype: Any) -> Array:
 
 
 def _has_tracer(x: Any) -> bool:
-    if isinstance(x, Tracer):
+    """Whether the nested list `x` holds a tracer or another library's array
+    (stacked by primitives, not converted by NumPy)."""
+    if isinstance(x, Tracer) or is_library_array(x):
         return True
     return isinstance(x, (list, tuple)) and any(_has_tracer(v) for v in x)
 

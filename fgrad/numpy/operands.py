@@ -16,6 +16,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..core.avals import get_aval
 from ..core.errors import ConcretizationTypeError
+from ..core.libraries import is_library_array
 from ..core.trace import Tracer, passthrough_types
 
 __all__ = [
@@ -38,9 +39,10 @@ DIRECT_TYPES.update({np.ndarray, np.float64, np.float32, float, int, bool, compl
 
 
 def operand(x: Any) -> Any:
-    """`x` as a value primitives take: arrays, NumPy/Python scalars and tracers
-    as they are; sequences converted with numpy.asarray."""
-    if isinstance(x, _DIRECT):
+    """`x` as a value primitives take: arrays (NumPy's or another library's,
+    which a transform computes on without converting), NumPy/Python scalars
+    and tracers as they are; sequences converted with numpy.asarray."""
+    if isinstance(x, _DIRECT) or is_library_array(x):
         return x
     if isinstance(x, (list, tuple)) and _contains_tracer(x):
         from .creation import array  # imported here: creation builds on this module
@@ -53,7 +55,9 @@ def operand(x: Any) -> Any:
 
 
 def _contains_tracer(x: Any) -> bool:
-    if isinstance(x, Tracer):
+    """Whether the nested list `x` holds a tracer or another library's array,
+    which primitives stack (numpy.asarray would convert it to NumPy)."""
+    if isinstance(x, Tracer) or is_library_array(x):
         return True
     return isinstance(x, (list, tuple)) and any(_contains_tracer(v) for v in x)
 

@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import current_library
 from ..core.rules import BILINEAR, LINEAR, UndefinedPrimal, jvp_rules
 from ..core.trace import Primitive
 
 __all__ = [
     "defjvp", "deflinear", "defbilinear", "defnojvp", "zeros_like_value", "unbroadcast", "fit_to", "zeros",
-    "is_linear",
+    "is_linear", "zeros_now",
 ]
 
 
@@ -69,19 +70,22 @@ def is_linear(x: Any) -> bool:
 
 
 def fit_to(t: Any, like: Any) -> Any:
-    """`t` broadcast to the shape of `like` and cast to its dtype."""
-    shape, dtype = like.shape, like.dtype
-    if t.shape != shape:
-        t = shapes.broadcast_to(t, shape=shape)
-    if t.dtype is not dtype and t.dtype != dtype:
-        t = elementwise.convert_element_type(t, new_dtype=dtype)
+    """`t` broadcast to the shape of `like` and cast to its dtype. (Their avals,
+    not their own `.dtype`: either may be an array of another library, whose
+    dtypes are not NumPy's.)"""
+    want, have = get_aval(like), get_aval(t)
+    if have.shape != want.shape:
+        t = shapes.broadcast_to(t, shape=want.shape)
+    if have.dtype != want.dtype:
+        t = elementwise.convert_element_type(t, new_dtype=want.dtype)
     return t
 
 
 def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
-    """Sum `ct` down to `aval.shape` (undoing NumPy broadcasting), cast to its dtype."""
+    """Sum `ct` down to `aval.shape` (undoing NumPy broadcasting), cast to its
+    dtype (compared as avals: `ct` may be an array of another library)."""
     shape = aval.shape
-    ct_shape = ct.shape
+    ct_shape = get_aval(ct).shape
     if ct_shape != shape:
         lead = len(ct_shape) - len(shape)
         axes = tuple(range(lead)) + tuple(
@@ -89,9 +93,9 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
         )
         if axes:
             ct = reductions.reduce_sum(ct, axes=axes)
-        if ct.shape != shape:
+        if get_aval(ct).shape != shape:
             ct = shapes.reshape(ct, new_shape=shape)
-    if ct.dtype != aval.dtype:
+    if get_aval(ct).dtype != aval.dtype:
         ct = elementwise.convert_element_type(ct, new_dtype=aval.dtype)
     return ct
 
@@ -99,6 +103,15 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
 def zeros(aval: ShapedArray) -> Any:
     """Zeros of `aval`, as a primitive so that it is staged under make_jaxpr."""
     return shapes.broadcast_to(np.zeros((), aval.dtype), shape=aval.shape)
+
+
+def zeros_now(aval: ShapedArray) -> Any:
+    """Zeros of `aval` made now, in an impl, not staged: an array of the library
+    the computation runs on (core/libraries.py), NumPy's by default."""
+    lib = current_library()
+    if lib is None:
+        return np.zeros(aval.shape, aval.dtype)
+    return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
 
 
 def zeros_like_value(x: Any) -> Any:

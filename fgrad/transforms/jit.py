@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.avals import ShapedArray
+from ..core.libraries import generic_impls
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -41,6 +42,7 @@ def _jit_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list[Shaped
 
 
 jit_p = Primitive("jit", _jit_impl, _jit_aval, multiple_results=True)
+generic_impls.add(jit_p)
 
 
 def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
