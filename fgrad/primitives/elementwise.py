@@ -734,13 +734,21 @@ def _logaddexp2(xp: Any, x: Any, y: Any) -> Any:
     return xp.where(x == y, x + 1.0, out)
 
 
+def _from_parts(xp: Any, re: Any, im: Any, dtype: Any) -> Any:
+    """The complex numbers re + i im, exactly (but for the sign of a zero
+    imaginary part: the standard has no constructor from parts)."""
+    return xp.astype(re, dtype) + xp.astype(im, dtype) * 1j
+
+
 def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
     # NumPy's: scale by 10**|decimals| (multiplying for decimals > 0, dividing
     # below), round half to even, scale back. Integers are left as they are
     # for decimals >= 0.
     if decimals == 0:
         return xp.round(x)
-    real = _is_real_floating(xp, x) or _is_complex_floating(xp, x)
+    if _is_complex_floating(xp, x):  # each part on its own (a complex division would round otherwise)
+        return _from_parts(xp, _round(xp, xp.real(x), decimals), _round(xp, xp.imag(x), decimals), x.dtype)
+    real = _is_real_floating(xp, x)
     if decimals > 0:
         return xp.round(x * 10.0 ** decimals) / 10.0 ** decimals if real else x
     scale = 10 ** -decimals
@@ -764,7 +772,7 @@ def _nan_to_num(xp: Any, x: Any, copy: bool = True, nan: float = 0.0, posinf: An
     if _is_complex_floating(xp, x):
         re = _nan_to_num(xp, xp.real(x), copy, nan, posinf, neginf)
         im = _nan_to_num(xp, xp.imag(x), copy, nan, posinf, neginf)
-        return xp.astype(re, x.dtype) + xp.astype(im, x.dtype) * 1j
+        return _from_parts(xp, re, im, x.dtype)
     if not _is_real_floating(xp, x):
         return x
     info = xp.finfo(x.dtype)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, dtype_name
+from ..core.libraries import elementwise_impls
 from ..core.rules import batch_rules, jvp_rules
 from ..core.trace import Primitive
 from . import batching, special
@@ -250,6 +251,9 @@ def _gamma_grad_aval(a: ShapedArray, x: ShapedArray) -> ShapedArray:
 
 
 random_gamma_grad_p = Primitive("random_gamma_grad", _gamma_grad_impl, _gamma_grad_aval)
+# Elementwise in (a, x): block by block on Dask. The other primitives read each
+# key's Philox stream with NumPy and have no rule for other libraries.
+elementwise_impls.add(random_gamma_grad_p)
 
 
 def _gamma_grad_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:

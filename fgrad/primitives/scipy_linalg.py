@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
+from ..core.libraries import library_rules
 from ..core.optional import require
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
-from . import batching, indexing, linalg, shapes
+from . import batching, decompositions, indexing, linalg, shapes
 from . import derivatives as d
 from . import elementwise as ew
 
@@ -386,3 +387,37 @@ batching.defbatch_matrix_stacks(expm_frechet_p)
 
 expm: Callable[..., Any] = expm_p.bind
 expm_frechet: Callable[..., Any] = expm_frechet_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# triangular_solve through the standard's linalg.solve, given an upper
+# triangular matrix: LU with partial pivoting then neither pivots nor
+# eliminates, and its solve is the back substitution of SciPy's. A lower one
+# is turned upper by reversing rows and columns. lu_factor, its pivots and
+# expm have no standard composition of SciPy's accuracy: no rule.
+
+
+def _library_triangular_solve(lib: Any, a: Any, b: Any, *, lower: bool, trans: int,
+                              unit_diagonal: bool) -> Any:
+    xp = lib.xp
+    dtype = _triangular_solve_aval(
+        get_aval(a), get_aval(b), lower=lower, trans=trans, unit_diagonal=unit_diagonal
+    ).dtype
+    a, b = lib.asarray(a, dtype), lib.asarray(b, dtype)
+    t = decompositions.triangle(lib, a, lower, diagonal=not unit_diagonal)
+    if unit_diagonal:
+        t = t + xp.eye(a.shape[-1], dtype=t.dtype)
+    if trans:
+        t = xp.matrix_transpose(t)
+        if trans == 2 and xp.isdtype(t.dtype, "complex floating"):
+            t = xp.conj(t)
+    solve = decompositions.linalg_function(lib, triangular_solve_p, "solve")
+    if lower == (trans == 0):  # a lower triangular system: reversed, an upper one
+        flipped = decompositions.each_matrix(
+            lib, solve, xp.flip(t, axis=(-2, -1)), xp.flip(b, axis=-2)
+        )
+        return xp.flip(flipped, axis=-2)
+    return decompositions.each_matrix(lib, solve, t, b)
+
+
+library_rules[triangular_solve_p] = _library_triangular_solve

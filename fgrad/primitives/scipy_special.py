@@ -657,3 +657,24 @@ rel_entr: Callable[..., Any] = rel_entr_p.bind
 kl_div: Callable[..., Any] = kl_div_p.bind
 erf_complex: Callable[..., Any] = erf_complex_p.bind
 erfc_complex: Callable[..., Any] = erfc_complex_p.bind
+
+
+# --- on other array libraries (core/libraries.py) ---------------------------------------
+# rel_entr and kl_div are compositions of the standard's functions (SciPy's
+# cases, in float64); the others run block by block on Dask as elementwise
+# primitives, and raise NotImplementedError on other libraries.
+
+
+def _library_rel_entr(xp: Any, x: Any, y: Any, kl: bool) -> Any:
+    inside = (x > 0) & (y > 0)
+    safe_x, safe_y = xp.where(inside, x, xp.ones_like(x)), xp.where(inside, y, xp.ones_like(y))
+    value = safe_x * xp.log(safe_x / safe_y)
+    if kl:
+        value = value - safe_x + safe_y
+    at_zero = y if kl else xp.zeros_like(y)  # where x == 0 and y >= 0
+    out = xp.where(inside, value, xp.where((x == 0) & (y >= 0), at_zero, xp.full_like(value, math.inf)))
+    return xp.where(xp.isnan(x) | xp.isnan(y), x + y, out)
+
+
+sp.library_rule_in_float64(rel_entr_p, lambda xp, x, y: _library_rel_entr(xp, x, y, kl=False))
+sp.library_rule_in_float64(kl_div_p, lambda xp, x, y: _library_rel_entr(xp, x, y, kl=True))
