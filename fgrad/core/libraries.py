@@ -153,9 +153,12 @@ def _namespace_for(x: Any, root: str) -> Any:
 
 
 def _dask_blocks(fn: Callable[..., Any], *args: Any, dtype: np.dtype) -> Any:
-    import dask.array as da
+    # Dask's elementwise application: it broadcasts, unifies the operands'
+    # chunks and splits NumPy operands into matching blocks (map_blocks would
+    # hand a NumPy operand whole to every block).
+    from dask.array.core import elemwise
 
-    return da.map_blocks(fn, *args, dtype=dtype)
+    return elemwise(fn, *args, dtype=dtype)
 
 
 def is_library_array(x: Any) -> bool:
