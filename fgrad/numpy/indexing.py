@@ -28,6 +28,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
+from ..core.libraries import is_library_array
 from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx
 from ..primitives import elementwise as ew
 from ..primitives import gather as dynamic
@@ -97,8 +98,18 @@ def getitem(x: ArrayLike, idx: Any) -> Array:
 
 
 def _is_traced(entry: Any) -> bool:
-    """An index entry whose value no transform knows (only its type)."""
-    return isinstance(entry, Tracer) and concrete_value(entry, None) is None
+    """An index entry whose values fgrad does not read: one no transform knows
+    (only its type), or another library's integer array, which reading would
+    convert to NumPy (and, for Dask, compute). Both index by a gather."""
+    if isinstance(entry, Tracer):
+        entry = concrete_value(entry, None)
+        if entry is None:
+            return True
+    return _library_integers(entry)
+
+
+def _library_integers(entry: Any) -> bool:
+    return is_library_array(entry) and get_aval(entry).dtype.kind in "iu"
 
 
 def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
@@ -115,18 +126,18 @@ def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
                                  for v in (e.start, e.stop, e.step))) if isinstance(e, slice) else None)
         elif e is Ellipsis:
             items.append(Ellipsis)
-        elif isinstance(e, Tracer):
-            kind = e.aval.dtype.kind
+        elif isinstance(e, Tracer) or _library_integers(e):
+            kind = get_aval(e).dtype.kind
             if kind == "b":
                 raise IndexError(
-                    f"a boolean mask index is a traced value ({e.aval.str_short()}): the shape of the "
+                    f"a boolean mask index is a traced value ({get_aval(e).str_short()}): the shape of the "
                     "result would depend on its values, which fgrad does not know when it traces. "
                     "Select with fgrad.numpy.where(mask, x, 0) instead, or pass the mask as a constant."
                 )
             if kind not in "iu":
                 raise IndexError(
                     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer "
-                    f"or boolean arrays are valid indices, got a traced {e.aval.str_short()}"
+                    f"or boolean arrays are valid indices, got a traced {get_aval(e).str_short()}"
                 )
             items.append(("array", e))
         else:
@@ -155,7 +166,7 @@ def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
     advanced = [k for k, item in enumerate(items) if isinstance(item, tuple)]
     for k in advanced:
         value, n = items[k][1], shape[dims[k]]
-        if not isinstance(value, Tracer) and value.size and not (-n <= value.min() and value.max() < n):
+        if isinstance(value, np.ndarray) and value.size and not (-n <= value.min() and value.max() < n):
             np.take(np.arange(n), value)  # NumPy's IndexError, naming the index and the size
     try:
         block = broadcast_shapes(*(np.shape(items[k][1]) for k in advanced))
@@ -201,7 +212,7 @@ def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
         v_shape = np.shape(value)
         lead = positions["block"] + len(block) - len(v_shape)
         new_shape = (1,) * lead + v_shape + (1,) * (rank - lead - len(v_shape))
-        if isinstance(value, Tracer):
+        if not isinstance(value, np.ndarray):  # traced, or another library's: reshaped by a primitive
             operands.append(value if v_shape == new_shape else shapes.reshape(value, new_shape=new_shape))
         else:
             operands.append(value.astype(np.intp).reshape(new_shape))

@@ -234,6 +234,17 @@ def test_fgrad_numpy_keeps_a_closed_over_library_array(lib):
     check(grad(to(X)), Y + Y.astype(np.float32), lib)
 
 
+def test_indexing_by_a_library_integer_array_stays_in_the_library(lib):
+    to, _, _ = lib
+    index = np.array([4, 0, 4, 2])
+    want = np.zeros(6)
+    np.add.at(want, index, np.cos(X[index]))
+    i = to(index)
+    check(fgrad.grad(lambda x: fnp.sum(fnp.sin(x[i])))(to(X)), want, lib)  # closed over
+    check(fgrad.grad(lambda x: fnp.sum(fnp.sin(fnp.take(x, i))))(to(X)), want, lib)
+    check(fgrad.grad(lambda x, i: fnp.sum(fnp.sin(x[i])))(to(X), i), want, lib)  # an argument
+
+
 def test_debug_print_and_tap_grad_see_the_library_arrays(lib, capsys):
     to, array_type, _ = lib
     seen = []
@@ -265,7 +276,8 @@ def _no_compute(dsk, keys, **kwargs):
     lambda x: fgrad.hessian(f)(x),
     lambda x: fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(fnp.sin)(x)))(x),
     lambda x: fgrad.grad(lambda x: fnp.sum(lax.scan(lambda c, y: (c * y, c), 1.0, x)[1]))(x),
-], ids=["grad", "jit", "vmap_of_grad", "jvp", "vjp", "hessian", "checkpoint", "scan"])
+    lambda x: fgrad.grad(lambda x: fnp.sum(x[da.from_array(np.array([4, 0, 4]), chunks=2)]))(x),
+], ids=["grad", "jit", "vmap_of_grad", "jvp", "vjp", "hessian", "checkpoint", "scan", "dask_index"])
 def test_a_dask_result_is_a_graph_built_without_computing(transform):
     x = da.from_array(X, chunks=3)
     with dask.config.set(scheduler=_no_compute):
