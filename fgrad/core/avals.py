@@ -138,13 +138,23 @@ def get_aval(x: Any) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
+# Other libraries' dtypes that are not NumPy's, and NumPy's for them.
+_foreign_dtypes: dict[Any, np.dtype] = {}
+
+
 def _numpy_dtype(dtype: Any) -> np.dtype:
     """NumPy's dtype for another array library's (array_api_strict.float64,
     torch.float32: the name after the last dot)."""
-    try:
-        return np.dtype(dtype)
-    except TypeError:
-        return np.dtype(str(dtype).rpartition(".")[2])
+    if isinstance(dtype, np.dtype):  # Dask's, CuPy's
+        return dtype
+    found = _foreign_dtypes.get(dtype)
+    if found is None:
+        try:
+            found = np.dtype(dtype)
+        except TypeError:
+            found = np.dtype(str(dtype).rpartition(".")[2])
+        _foreign_dtypes[dtype] = found
+    return found
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
