@@ -17,7 +17,7 @@ from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tre
 
 __all__ = [
     "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_output", "leaf_names", "describe",
-    "with_args", "check_float_inputs",
+    "with_args", "check_float_inputs", "fixed_leaves",
 ]
 
 
@@ -170,6 +170,14 @@ def with_args(
         return fun(*full, **kwargs)
 
     return partial_fun
+
+
+def fixed_leaves(args: tuple[Any, ...], nums: tuple[int, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The leaves of the arguments a transform does not take (those not in
+    `nums`, and keyword arguments): they too say which array library it runs on."""
+    if not kwargs and len(nums) == len(args):
+        return []
+    return tree_flatten(([a for i, a in enumerate(args) if i not in nums], kwargs))[0]
 
 
 _KIND_NAMES = {"f": "float", "fc": "float or complex"}

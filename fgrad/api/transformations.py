@@ -25,6 +25,7 @@ from ..transforms.reverse import LinearFunction, linearize_flat
 from .arguments import (
     OutStore,
     check_float_inputs,
+    fixed_leaves,
     flatten_fun,
     fun_name,
     leaf_names,
@@ -237,7 +238,7 @@ def value_and_grad(
         leaves = [to_input(x) for x in leaves]
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
-        with on_library(leaves):
+        with on_library([*leaves, *fixed_leaves(args, nums, kwargs)]):
             leaves = _in_library(leaves)
             outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
             assert store.tree is not None

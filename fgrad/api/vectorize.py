@@ -19,6 +19,7 @@ from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
     check_float_inputs,
+    fixed_leaves,
     flatten_fun,
     fun_name,
     leaf_names,
@@ -272,7 +273,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd", "c" if holomorphic else "f")
-        with on_library(leaves):  # the vmap, the jvps inside it and the splitting, all on one library
+        fixed = fixed_leaves(args, normalize_argnums(argnums, len(args), fun), kwargs)
+        with on_library([*leaves, *fixed]):  # the vmap, the jvps inside it and the splitting, on one library
             return _jacfwd(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun
@@ -314,7 +316,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacrev", "c" if holomorphic else "fc")
-        with on_library(leaves):  # the vjp, the vmap of its pullback and the splitting, all on one library
+        fixed = fixed_leaves(args, normalize_argnums(argnums, len(args), fun), kwargs)
+        with on_library([*leaves, *fixed]):  # the vjp, the vmap of its pullback, the splitting
             return _jacrev(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun

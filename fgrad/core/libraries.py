@@ -35,7 +35,8 @@ from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 
 __all__ = [
     "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
-    "library_rules", "generic_impls", "elementwise_impls", "is_library_array",
+    "library_rules", "generic_impls", "elementwise_impls", "is_library_array", "check_constant",
+    "NUMPY_VALUE_TYPES",
 ]
 
 #: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
@@ -210,8 +211,46 @@ class LibraryTrace(Trace):
                 f"the transformed function, or avoid the function that binds `{prim.name}`."
             )
         lib = self.library
-        converted = [lib.asarray(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in args]
+        converted = []
+        for a in args:
+            if isinstance(a, (np.ndarray, np.generic)):
+                if a.dtype == object:  # a loop's tape (lists of steps): NumPy's own business
+                    return prim.impl(*args, **params)
+                a = lib.asarray(a)
+            converted.append(a)
         return rule(lib, *converted, **params)
+
+
+#: Types of the values a transform meets most, none of them another library's array.
+NUMPY_VALUE_TYPES = frozenset({
+    np.ndarray, float, int, bool, complex, type(None), np.float64, np.float32, np.int64, np.int32,
+    np.bool_, np.complex128, np.complex64,
+})
+
+
+def check_constant(x: Any, trace: Trace) -> None:
+    """Called by a transform on a value it meets that is not a tracer, when its
+    type is not one of NUMPY_VALUE_TYPES: an array of another library must be
+    an array of the library the transform runs on. One that a function closes
+    over, under a transform of NumPy arguments, would meet NumPy's
+    implementations, which convert it (or fail): a TypeError says to pass it
+    as an argument instead."""
+    lib = library_of_value(x)
+    if lib is None:
+        return
+    root = trace
+    while root.parent is not None:
+        root = root.parent
+    running = root.library if isinstance(root, LibraryTrace) else None
+    if running is lib:
+        return
+    where = "NumPy arrays" if running is None else f"arrays of {running.name}"
+    raise TypeError(
+        f"{trace.transform} met an array of {lib.name} that is not one of its arguments (a closure "
+        f"or a global?), while it computes on {where}. fgrad computes on the library of the "
+        "arguments and does not convert arrays behind your back: pass the array to the function as "
+        "an argument (it need not be differentiated: leave it out of argnums)."
+    )
 
 
 def on_library(

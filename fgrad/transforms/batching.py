@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError, missing_rule_error
+from ..core.libraries import NUMPY_VALUE_TYPES, check_constant
 from ..core.rules import UndefinedPrimal, batch_rules
 from ..core.trace import Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
@@ -76,6 +77,8 @@ class BatchTrace(Trace):
                 batched = True
             elif isinstance(x, Tracer):
                 self.check_foreign(x)
+            elif type(x) not in NUMPY_VALUE_TYPES:
+                check_constant(x, self)
         if not batched:
             return self.parent.process_primitive(prim, vals, params)  # type: ignore[union-attr, arg-type]
         rule = batch_rules.get(prim)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import derivative_dropped_error, missing_rule_error
+from ..core.libraries import NUMPY_VALUE_TYPES, check_constant
 from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
@@ -85,6 +86,8 @@ class JVPTrace(Trace):
                 active = True
             elif isinstance(x, Tracer):
                 self.check_foreign(x)
+            elif type(x) not in NUMPY_VALUE_TYPES:
+                check_constant(x, self)
         if not active:
             return self.parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
         rule = jvp_rules.get(prim)

@@ -60,16 +60,6 @@ def on_cluster(client, x):
     return client.compute(x).result()
 
 
-# grad chooses the library from the arguments it differentiates: a Dask
-# array among the others (A here) is computed on NumPy's evaluation, which
-# fails in reduce_sum's impl (np.add.reduce of a Dask array).
-CONSTANT_ON_DASK = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="grad's library comes from the differentiated arguments only (fgrad/api/transformations.py)",
-)
-
-
-@CONSTANT_ON_DASK
 def test_grad_wrt_weights_of_a_dask_matrix(client, problem):
     A, b, w, A_dask = problem
     g = lazily(fgrad.grad(loss, argnums=0), w, A_dask, b)
@@ -77,7 +67,6 @@ def test_grad_wrt_weights_of_a_dask_matrix(client, problem):
     np.testing.assert_allclose(on_cluster(client, g), A.T @ (A @ w - b), rtol=RTOL)
 
 
-@CONSTANT_ON_DASK
 def test_value_and_grad_of_a_dask_matrix(client, problem):
     A, b, w, A_dask = problem
     value, g = lazily(fgrad.value_and_grad(loss), w, A_dask, b)

@@ -139,16 +139,10 @@ BROKEN: dict[tuple[str, str], str] = {
     ('array_api_strict', 'slogdet'): "strict's operators raise TypeError for a tracer operand (sign * log, sign without a derivative)",
     ('array_api_strict', 'stats.multivariate_normal.logpdf'): "strict's operators raise TypeError for a tracer operand",
     ('array_api_strict', 'switch'): 'the case calls .astype on a value with no derivative: a strict Array, which has no such method',
-    ('array_api_strict', 'while_cotangents'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
-    ('array_api_strict', 'while_tangents'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
-    ('array_api_strict', 'while_tape'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
     ('dask', 'at_divide'): "the library scatter's reshape fails on Dask's chunks (primitives/indexing.py)",
     ('dask', 'cholesky_upper'): "cholesky(upper=True)'s library rule differs from NumPy's values",
     ('dask', 'reshape'): "Dask's own NotImplementedError for a reshape across chunks, without fgrad's message",
     ('dask', 'searchsorted_right'): "Dask's searchsorted fails on the library rule's NumPy scalar (primitives/sorting.py)",
-    ('dask', 'while_cotangents'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
-    ('dask', 'while_tangents'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
-    ('dask', 'while_tape'): "vmap of a loop's tape: shape primitives on NumPy's object arrays reach the library's rules",
 }
 
 

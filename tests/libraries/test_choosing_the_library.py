@@ -1,0 +1,77 @@
+"""Which array library a transform runs on: that of all its arguments, the
+differentiated ones and the others (keywords too); an array of another library
+reached only through a closure raises instead of being converted to NumPy."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+
+An = np.random.default_rng(0).standard_normal((40, 5))
+bn = np.linspace(-1.0, 1.0, 40)
+w = np.linspace(0.5, 1.5, 5)
+A = da.from_array(An, chunks=(10, 5))
+b = da.from_array(bn, chunks=10)
+EXPECTED = An.T @ (An @ w - bn)
+
+
+def loss(w, A, b):
+    return 0.5 * fnp.sum((A @ w - b) ** 2)
+
+
+def test_an_argument_left_out_of_argnums_chooses_the_library():
+    g = fgrad.grad(loss)(w, A, b)
+    assert isinstance(g, da.Array)
+    np.testing.assert_allclose(g.compute(), EXPECTED, rtol=1e-12)
+
+
+def test_a_keyword_argument_chooses_the_library():
+    value, g = fgrad.value_and_grad(lambda w, *, A, b: loss(w, A, b))(w, A=A, b=b)
+    assert isinstance(value, da.Array) and isinstance(g, da.Array)
+    np.testing.assert_allclose(g.compute(), EXPECTED, rtol=1e-12)
+    np.testing.assert_allclose(value.compute(), 0.5 * np.sum((An @ w - bn) ** 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("jacobian", [fgrad.jacfwd, fgrad.jacrev])
+def test_jacobians_take_the_library_of_the_fixed_arguments(jacobian):
+    jac = jacobian(lambda w, A: A @ w)(w, A)
+    assert isinstance(jac, da.Array)
+    np.testing.assert_allclose(jac.compute(), An, rtol=1e-12)
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: fgrad.grad(lambda w: fnp.sum(f(w))),
+    lambda f: lambda w: fgrad.jvp(f, (w,), (np.ones_like(w),)),
+    lambda f: lambda w: fgrad.vjp(f, w),
+    lambda f: lambda w: fgrad.vmap(f)(np.stack([w, w])),
+], ids=["grad", "jvp", "vjp", "vmap"])
+def test_a_closure_over_another_librarys_array_raises(transform):
+    def f(w):
+        return A @ w  # A, a Dask array, is not an argument
+
+    with pytest.raises(TypeError, match=r"met an array of dask\.array that is not one of its arguments .*"
+                                        r"computes on NumPy arrays.*pass the array to the function as an "
+                                        r"argument"):
+        transform(f)(w)
+
+
+def test_a_closure_over_the_same_library_runs_there():
+    g = fgrad.grad(lambda w: loss(w, A, b))(da.from_array(w, chunks=5))
+    assert isinstance(g, da.Array)
+    np.testing.assert_allclose(g.compute(), EXPECTED, rtol=1e-12)
+
+
+def test_a_closure_over_another_library_than_the_arguments_raises():
+    import array_api_strict as xp
+
+    with pytest.raises(TypeError, match=r"array of dask\.array .* computes on arrays of array_api_strict"):
+        fgrad.grad(lambda w: fnp.sum(A @ w))(xp.asarray(w))
+
+
+def test_jit_runs_a_closure_on_its_library():
+    # jit sees what its function closes over (the jaxpr's constants).
+    out = fgrad.jit(lambda w: loss(w, A, b))(w)
+    assert isinstance(out, da.Array)
+    np.testing.assert_allclose(out.compute(), 0.5 * np.sum((An @ w - bn) ** 2), rtol=1e-12)
