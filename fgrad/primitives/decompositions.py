@@ -837,14 +837,22 @@ def _library_adjugate(lib: Any, a: Any) -> Any:
 
 
 def _library_cholesky(lib: Any, a: Any, *, upper: bool) -> Any:
+    # NumPy's upper factor U (a = U^H U) reads a's upper triangle: it is the
+    # conjugate transpose of the lower factor of a^H, whose lower triangle
+    # that is. A library's own upper factor may read the lower triangle
+    # (array_api_strict's and array-api-compat's transpose the lower factor of a).
+    xp = lib.xp
     if lib.name == "dask.array":
         # Dask's own: array-api-compat's wrapper (1.16) passes no `lower` to it,
         # whose default is the upper factor.
         import dask.array as da
 
-        return each_matrix(lib, lambda m: da.linalg.cholesky(m, lower=not upper), a)
-    cholesky_fn = linalg_function(lib, cholesky_p, "cholesky")
-    return each_matrix(lib, lambda m: cholesky_fn(m, upper=upper), a)
+        lower_factor: Callable[..., Any] = lambda m: da.linalg.cholesky(m, lower=True)
+    else:
+        lower_factor = linalg_function(lib, cholesky_p, "cholesky")
+    if not upper:
+        return each_matrix(lib, lower_factor, a)
+    return _conj_transpose(xp, each_matrix(lib, lower_factor, _conj_transpose(xp, a)))
 
 
 def _library_qr(lib: Any, a: Any, *, mode: str) -> Any:

@@ -552,8 +552,8 @@ batching.defbatch_unary(real_p)
 imag_p = Primitive("imag", np.imag, _part_aval)
 d.deflinear(imag_p)
 transpose_rules[imag_p] = lambda ct, x: [
-    mul(convert_element_type(ct, new_dtype=_complex_dtype(ct.dtype)), -1j) if x.aval.dtype.kind == "c"
-    else None
+    mul(convert_element_type(ct, new_dtype=_complex_dtype(get_aval(ct).dtype)), -1j)
+    if x.aval.dtype.kind == "c" else None
 ]
 batching.defbatch_unary(imag_p)
 

@@ -405,10 +405,18 @@ def _library_index(shape: tuple[int, ...], idx: StaticIndex) -> tuple[Any, ...]:
 
 def library_take(lib: Any, x: Any, positions: Any) -> Any:
     """The elements of `x` at the flat (C order) `positions`, an integer array
-    of the library: the flattened array's `take`."""
+    of the library or NumPy's (a static index): the flattened array's `take`.
+    Dask takes NumPy's positions as they are, its own fancy indexing: as a
+    Dask array, positions [0] would share their name with the offsets of
+    the chunks Dask's take makes (`from_array` of the same values), which
+    mixes the two up and declares a wrong shape."""
     xp = lib.xp
     shape = get_aval(positions).shape
-    flat = xp.take(xp.reshape(x, (-1,)), xp.reshape(positions, (-1,)), axis=0)
+    if lib.name == "dask.array" and isinstance(positions, np.ndarray):
+        flat_positions = positions.reshape(-1)
+    else:
+        flat_positions = xp.reshape(lib.asarray(positions, INDEX_DTYPE), (-1,))
+    flat = xp.take(xp.reshape(x, (-1,)), flat_positions, axis=0)
     return xp.reshape(flat, shape)
 
 
@@ -419,7 +427,7 @@ def _library_getitem(lib: Any, x: Any, *, idx: StaticIndex) -> Any:
     if not idx.has_arrays():
         return x[_library_index(shape, idx)]
     positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[tuple(idx)]
-    return library_take(lib, x, lib.asarray(positions, INDEX_DTYPE))
+    return library_take(lib, x, positions)
 
 
 def _update_rounds(shape: tuple[int, ...], idx: StaticIndex, last_only: bool
@@ -457,7 +465,7 @@ def _library_scatter(prim: Primitive, combine: Callable[..., Any] | None) -> Non
             return out
         values = xp.broadcast_to(lib.asarray(y, aval.dtype), target)
         for written, source in _update_rounds(aval.shape, idx, last_only=combine is None):
-            update = library_take(lib, values, lib.asarray(source))
+            update = library_take(lib, values, source)
             if combine is not None:
                 update = combine(xp, out, update)
             out = xp.where(lib.asarray(written), update, out)

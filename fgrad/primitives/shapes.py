@@ -191,7 +191,24 @@ concatenate: _Concatenate = concatenate_p.bind
 
 # --- on other array libraries (core/libraries.py) ---------------------------------------
 
-library_rules[reshape_p] = lambda lib, x, *, new_shape: lib.xp.reshape(lib.asarray(x), new_shape)
+
+
+def _library_reshape(lib: Any, x: Any, *, new_shape: tuple[int, ...]) -> Any:
+    """Dask reshapes by merging or splitting adjacent axes only ((6, 4) to
+    (2, 3, 4), not (2, 3) to (3, 2), which raises NotImplementedError): any
+    other reshape merges all axes, then splits them, the chunks of the
+    leading axes kept."""
+    xp = lib.xp
+    x = lib.asarray(x)
+    if lib.name != "dask.array":
+        return xp.reshape(x, new_shape)
+    try:
+        return xp.reshape(x, new_shape)
+    except NotImplementedError:
+        return xp.reshape(xp.reshape(x, (-1,)), new_shape)
+
+
+library_rules[reshape_p] = _library_reshape
 library_rules[transpose_p] = lambda lib, x, *, axes: lib.xp.permute_dims(lib.asarray(x), axes)
 library_rules[broadcast_to_p] = lambda lib, x, *, shape: lib.xp.broadcast_to(lib.asarray(x), shape)
 

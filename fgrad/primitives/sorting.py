@@ -248,10 +248,16 @@ def _library_sort_by_key(lib: Any, keys: Any, values: Any, *, axis: int) -> Any:
 
 
 def _library_searchsorted(lib: Any, a: Any, v: Any, *, side: str) -> Any:
-    # Both in NumPy's common dtype, in which NumPy compares them.
-    _searchsorted_aval(get_aval(a), get_aval(v), side=side)
+    # Both in NumPy's common dtype, in which NumPy compares them. A 0-d `v` is
+    # looked up as a 1-d one: Dask's blocks would write into NumPy's scalar
+    # result.
+    xp = lib.xp
+    shape = _searchsorted_aval(get_aval(a), get_aval(v), side=side).shape
     dtype = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
-    found = lib.xp.searchsorted(_sortable(lib, a, dtype), _sortable(lib, v, dtype), side=side)
+    v = _sortable(lib, v, dtype)
+    if not shape:
+        return xp.reshape(_library_searchsorted(lib, a, xp.reshape(v, (1,)), side=side), ())
+    found = xp.searchsorted(_sortable(lib, a, dtype), v, side=side)
     return lib.asarray(found, indexing.INDEX_DTYPE)
 
 

@@ -41,6 +41,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from .. import numpy as fnp
+from ..core.libraries import library_of_value
 from ..numpy.operands import Array, ArrayLike, concrete_value
 from . import special as fsp
 
@@ -153,7 +154,7 @@ class _Distribution:
             valid_shapes = self.argcheck(*shapes)
             shapes = [fnp.where(valid_shapes, s, safe) for s, safe in zip(shapes, self.safe_shapes)]
             valid = _and(valid, valid_shapes)
-        y = (_float(x) - loc) / scale
+        y = fnp.divide(fnp.subtract(_float(x), loc), scale)
         lo, hi = self.support(*shapes)
         return y, shapes, scale, valid, lo, hi
 
@@ -196,7 +197,7 @@ class _Continuous(_Distribution):
         """The log of the probability density at x (-inf outside the support)."""
         y, shapes, scale, valid, lo, hi = self._prepare("logpdf", x, args, kwds)
         inside = _and(fnp.less_equal(lo, y), fnp.less_equal(y, hi))
-        value = self._logpdf(self._inside(inside, y), *shapes) - fnp.log(scale)
+        value = fnp.subtract(self._logpdf(self._inside(inside, y), *shapes), fnp.log(scale))
         return _finish(value, inside, valid, y, -np.inf)
 
     @_quietly
@@ -311,17 +312,18 @@ def _log_poch_half(a: Any) -> Array:
     a_small = fnp.where(large, 1.0, a)
     a_large = fnp.where(large, a, 100.0)
     inv = 1 / a_large
-    inv2 = inv * inv
+    inv2 = fnp.square(inv)
     # 1/2 log a - 1/(8a) + 1/(192 a^3) - 1/(640 a^5) + 17/(14336 a^7), from the Bernoulli polynomials
-    series = 0.5 * fnp.log(a_large) + inv * (-1 / 8 + inv2 * (1 / 192 - inv2 * (1 / 640 - inv2 * 17 / 14336)))
-    return fnp.where(large, series, fsp.gammaln(a_small + 0.5) - fsp.gammaln(a_small))
+    powers = -1 / 8 + fnp.multiply(inv2, 1 / 192 - fnp.multiply(inv2, 1 / 640 - inv2 * 17 / 14336))
+    series = fnp.add(0.5 * fnp.log(a_large), fnp.multiply(inv, powers))
+    return fnp.where(large, series, fnp.subtract(fsp.gammaln(a_small + 0.5), fsp.gammaln(a_small)))
 
 
 def _t_logpdf(y: Any, df: Any) -> Array:
     infinite = fnp.isinf(df)
     d = fnp.where(infinite, 1.0, df)
-    normalization = _log_poch_half(0.5 * d) - 0.5 * (fnp.log(d) + _LOG_PI)
-    finite = normalization - 0.5 * (d + 1) * fnp.log1p(fnp.square(y) / d)
+    normalization = fnp.subtract(_log_poch_half(0.5 * d), 0.5 * (fnp.log(d) + _LOG_PI))
+    finite = fnp.subtract(normalization, fnp.multiply(0.5 * (d + 1), fnp.log1p(fnp.divide(fnp.square(y), d))))
     return fnp.where(infinite, _norm_logpdf(y), finite)
 
 
@@ -336,12 +338,12 @@ def _t_cdf(y: Any, df: Any) -> Array:
     d = fnp.where(infinite, 1.0, df)
     zero = fnp.equal(y, 0)
     y_ = fnp.where(zero, 1.0, y)
-    r2 = fnp.square(y_) / d
+    r2 = fnp.divide(fnp.square(y_), d)
     half_middle = 0.5 * fsp.betainc(0.5, 0.5 * d, 1.0 / (1.0 + 1.0 / r2))
     lower = fnp.where(fnp.less(half_middle, 0.25), 0.5 - half_middle,
                       0.5 * fsp.betainc(0.5 * d, 0.5, 1.0 / (1.0 + r2)))
     cdf = fnp.where(fnp.less(y_, 0), lower, 1.0 - lower)
-    line = 0.5 + fnp.exp(_t_logpdf(0.0, d)) * y
+    line = 0.5 + fnp.multiply(fnp.exp(_t_logpdf(0.0, d)), y)
     return fnp.where(infinite, fsp.ndtr(y), fnp.where(zero, line, cdf))
 
 
@@ -359,7 +361,7 @@ np.float64(0.3183098861837907)
 
 
 gamma = _Continuous(
-    "gamma", lambda y, a: fsp.xlogy(a - 1, y) - y - fsp.gammaln(a),
+    "gamma", lambda y, a: fnp.subtract(fnp.subtract(fsp.xlogy(a - 1, y), y), fsp.gammaln(a)),
     shapes=("a",), safe_shapes=(1.0,), argcheck=lambda a: fnp.greater(a, 0),
     support=_positive_half_line, inner=1.0,
     cdf=lambda y, a: fsp.gammainc(a, y), sf=lambda y, a: fsp.gammaincc(a, y),
@@ -372,7 +374,8 @@ np.float64(-1.0)
 
 
 beta = _Continuous(
-    "beta", lambda y, a, b: fsp.xlog1py(b - 1, -y) + fsp.xlogy(a - 1, y) - fsp.betaln(a, b),
+    "beta",
+    lambda y, a, b: fnp.subtract(fnp.add(fsp.xlog1py(b - 1, -y), fsp.xlogy(a - 1, y)), fsp.betaln(a, b)),
     shapes=("a", "b"), safe_shapes=(1.0, 1.0),
     argcheck=lambda a, b: _and(fnp.greater(a, 0), fnp.greater(b, 0)),
     support=_unit_interval, inner=0.5,
@@ -451,9 +454,8 @@ def _cauchy_logpdf(y: Any) -> Array:
     small = fnp.less(fnp.abs(y), 1.0)
     near = fnp.where(small, y, 0.0)
     far = fnp.where(small, 1.0, y)
-    return -_LOG_PI - fnp.where(
-        small, fnp.log1p(fnp.square(near)), 2.0 * fnp.log(fnp.abs(far)) + fnp.log1p(fnp.square(1.0 / far))
-    )
+    far_part = fnp.add(2.0 * fnp.log(fnp.abs(far)), fnp.log1p(fnp.square(1.0 / far)))
+    return -_LOG_PI - fnp.where(small, fnp.log1p(fnp.square(near)), far_part)
 
 
 cauchy = _Continuous(
@@ -482,7 +484,7 @@ array([0.5, 0.5])
 
 
 poisson = _Discrete(
-    "poisson", lambda k, mu: fsp.xlogy(k, mu) - fsp.gammaln(k + 1) - mu,
+    "poisson", lambda k, mu: fnp.subtract(fnp.subtract(fsp.xlogy(k, mu), fsp.gammaln(k + 1)), mu),
     shapes=("mu",), safe_shapes=(1.0,), argcheck=lambda mu: fnp.greater_equal(mu, 0),
     support=_positive_half_line,
     cdf=lambda k, mu: fsp.gammaincc(k + 1, mu), sf=lambda k, mu: fsp.gammainc(k + 1, mu),
@@ -500,14 +502,16 @@ def _binom_argcheck(n: Any, p: Any) -> Array:
 
 
 def _binom_logpmf(k: Any, n: Any, p: Any) -> Array:
-    log_choose = fsp.gammaln(n + 1) - (fsp.gammaln(k + 1) + fsp.gammaln(n - k + 1))
-    return log_choose + fsp.xlogy(k, p) + fsp.xlog1py(n - k, -p)
+    n_minus_k = fnp.subtract(n, k)
+    log_choose = fnp.subtract(fsp.gammaln(n + 1), fnp.add(fsp.gammaln(k + 1), fsp.gammaln(n_minus_k + 1)))
+    return fnp.add(fnp.add(log_choose, fsp.xlogy(k, p)), fsp.xlog1py(n_minus_k, -p))
 
 
 binom = _Discrete(
     "binom", _binom_logpmf, shapes=("n", "p"), safe_shapes=(1.0, 0.5), argcheck=_binom_argcheck,
     support=lambda n, p: (0.0, n),
-    cdf=lambda k, n, p: fsp.betainc(n - k, k + 1, 1.0 - p), sf=lambda k, n, p: fsp.betainc(k + 1, n - k, p),
+    cdf=lambda k, n, p: fsp.betainc(fnp.subtract(n, k), k + 1, 1.0 - p),
+    sf=lambda k, n, p: fsp.betainc(k + 1, fnp.subtract(n, k), p),
 )
 binom.__doc__ = """The binomial distribution of n trials with success probability p:
 binom.logpmf(k, n, p, loc=0), ... (n an integer; its derivative is that of gammaln's
@@ -519,7 +523,7 @@ np.float64(0.5)
 
 
 bernoulli = _Discrete(
-    "bernoulli", lambda k, p: fsp.xlogy(k, p) + fsp.xlog1py(1 - k, -p),
+    "bernoulli", lambda k, p: fnp.add(fsp.xlogy(k, p), fsp.xlog1py(1 - k, -p)),
     shapes=("p",), safe_shapes=(0.5,), argcheck=lambda p: _and(fnp.greater_equal(p, 0), fnp.less_equal(p, 1)),
     support=lambda p: (0.0, 1.0),
     cdf=lambda k, p: 1.0 - p, sf=lambda k, p: p,
@@ -560,7 +564,7 @@ class _MultivariateNormal:
         """The log of the density at x (a vector, or points on the leading axes)."""
         dim, mean, cov = _mvn_parameters(mean, cov)
         x = _mvn_quantiles(_float(x), dim)
-        dev = x - mean
+        dev = fnp.subtract(x, mean)
         singular = _check_psd(cov, allow_singular)
         # A cov known to be nonsingular takes the Cholesky route even when singular ones are allowed:
         # the same value, and a derivative also where eigenvalues repeat (eigh's has none there).
@@ -593,7 +597,7 @@ def _mvn_parameters(mean: ArrayLike | None, cov: ArrayLike) -> tuple[int, Array,
     if fnp.ndim(mean) != 1 or fnp.shape(mean)[0] != dim:
         raise ValueError(f"Array 'mean' must be a vector of length {dim}.")
     if fnp.ndim(cov) == 0:
-        cov = cov * fnp.eye(dim)
+        cov = fnp.multiply(cov, fnp.eye(dim))
     elif fnp.ndim(cov) == 1:
         cov = fnp.diag(cov)
     elif fnp.ndim(cov) == 2 and fnp.shape(cov) != (dim, dim):
@@ -631,10 +635,18 @@ def _psd_cutoff(eigenvalues: Any) -> Any:
     return 1e6 * np.finfo(np.float64).eps * fnp.max(fnp.abs(eigenvalues))
 
 
+def _known_value(x: Any) -> Any:
+    """`x`'s value for SciPy's checks, where it is known (None under jit or
+    vmap), and on NumPy: another library's arrays go unchecked, as under jit,
+    since fgrad never converts them (Dask's would be computed)."""
+    value = concrete_value(x, None)
+    return None if library_of_value(value) is not None else value
+
+
 def _check_psd(cov: Any, allow_singular: bool) -> bool | None:
     """Whether cov is singular, with SciPy's errors for one that is not positive
     (semi)definite, where its value is known (None where it is not)."""
-    value = concrete_value(cov, None)
+    value = _known_value(cov)
     if value is None:
         return None
     s = np.linalg.eigvalsh(np.asarray(value))
@@ -655,7 +667,7 @@ def _mvn_logpdf_pd(dev: Any, cov: Any, dim: int) -> Array:
     z = fnp.linalg.solve(chol, fnp.transpose(points))  # (dim, n): L z = dev
     maha = fnp.reshape(fnp.sum(fnp.square(z), axis=0), fnp.shape(dev)[:-1])
     log_det = 2.0 * fnp.sum(fnp.log(fnp.diagonal(chol)))
-    return -0.5 * (dim * _LOG_2PI + log_det + maha)
+    return -0.5 * fnp.add(dim * _LOG_2PI + log_det, maha)
 
 
 def _mvn_logpdf_psd(dev: Any, cov: Any, dim: int) -> Array:
@@ -664,12 +676,12 @@ def _mvn_logpdf_psd(dev: Any, cov: Any, dim: int) -> Array:
     kept = fnp.greater(s, eps)
     s_kept = fnp.where(kept, s, 1.0)
     inv_sqrt = fnp.where(kept, 1.0 / fnp.sqrt(s_kept), 0.0)
-    maha = fnp.sum(fnp.square(fnp.matmul(dev, u * inv_sqrt)), axis=-1)
+    maha = fnp.sum(fnp.square(fnp.matmul(dev, fnp.multiply(u, inv_sqrt))), axis=-1)
     log_pdet = fnp.sum(fnp.where(kept, fnp.log(s_kept), 0.0))
     rank = fnp.sum(kept)
-    out = -0.5 * (rank * _LOG_2PI + log_pdet + maha)
+    out = -0.5 * fnp.add(fnp.add(rank * _LOG_2PI, log_pdet), maha)
     # Off the support (dev has a part along the null space) the density is 0.
-    null_part = fnp.linalg.norm(fnp.matmul(dev, u * fnp.logical_not(kept)), axis=-1)
+    null_part = fnp.linalg.norm(fnp.matmul(dev, fnp.multiply(u, fnp.logical_not(kept))), axis=-1)
     return fnp.where(fnp.less(null_part, 1e3 * eps), out, -np.inf)
 
 
@@ -697,9 +709,9 @@ class _Dirichlet:
         _check_dirichlet_alpha(alpha)
         x = _dirichlet_points(_float(x), alpha)
         k = fnp.shape(alpha)[0]
-        log_b = fnp.sum(fsp.gammaln(alpha)) - fsp.gammaln(fnp.sum(alpha))
+        log_b = fnp.subtract(fnp.sum(fsp.gammaln(alpha)), fsp.gammaln(fnp.sum(alpha)))
         a = fnp.reshape(alpha, (k,) + (1,) * (fnp.ndim(x) - 1))
-        out = fnp.sum(fsp.xlogy(a - 1, x), axis=0) - log_b
+        out = fnp.subtract(fnp.sum(fsp.xlogy(a - 1, x), axis=0), log_b)
         # Where the checks could not see the values (jit, vmap): -inf off the simplex, nan for an alpha <= 0.
         on_simplex = _and(fnp.all(fnp.greater_equal(x, 0), axis=0),
                           fnp.less_equal(fnp.abs(fnp.sum(x, axis=0) - 1.0), 10e-10))
@@ -713,7 +725,7 @@ class _Dirichlet:
 
 
 def _check_dirichlet_alpha(alpha: Any) -> None:
-    value = concrete_value(alpha, None)
+    value = _known_value(alpha)
     if value is not None and np.min(value) <= 0:
         raise ValueError("All parameters must be greater than 0")
     if fnp.ndim(alpha) != 1:
@@ -735,7 +747,7 @@ def _dirichlet_points(x: Any, alpha: Any) -> Array:
                 "The input must be one dimensional or a two dimensional matrix containing the entries."
             )
         x = fnp.concatenate([x, 1 - fnp.sum(x, axis=0, keepdims=True)], axis=0)
-    value, alpha_value = concrete_value(x, None), concrete_value(alpha, None)
+    value, alpha_value = _known_value(x), _known_value(alpha)
     if value is None:
         return x
     value = np.asarray(value)

@@ -137,6 +137,9 @@ CASES = [
     # shapes
     Case("concatenate", lambda x, y: fnp.concatenate([x, y.T], axis=0),
          lambda x, y: np.concatenate([x, y.T], axis=0), [A, B]),
+    # (4, 6) to (6, 4), in chunks (2, 3): not a merge or split of axes, which Dask's reshape refuses
+    Case("reshape_across_chunks", lambda x: fnp.reshape(x, (6, 4)), lambda x: np.reshape(x, (6, 4)), [A]),
+    Case("reshape_split", lambda x: fnp.reshape(x, (2, 2, 3, 2)), lambda x: np.reshape(x, (2, 2, 3, 2)), [A]),
     Case("concatenate_kinds", lambda x: fnp.concatenate([x, x > 1], axis=1),
          lambda x: np.concatenate([x, x > 1], axis=1), [A],
          lambda args, ts: np.concatenate([ts[0], np.zeros(A.shape)], axis=1)),
@@ -157,6 +160,8 @@ CASES = [
          [V], None),
     Case("searchsorted_right", lambda v: fnp.searchsorted(SORTED, fnp.round(v * 2), side="right"),
          lambda v: np.searchsorted(SORTED, np.round(v * 2), side="right"), [V], None),
+    Case("searchsorted_scalar", lambda v: fnp.searchsorted(SORTED, v[0] * 2, side="right"),
+         lambda v: np.searchsorted(SORTED, v[0] * 2, side="right"), [V], None),
     # products
     Case("matmul", lambda x, y: x @ y, lambda x, y: x @ y, [A, B]),
     Case("matmul_vector", lambda x, v: x @ v, lambda x, v: x @ v, [A, V]),
@@ -181,6 +186,10 @@ CASES = [
     Case("getitem_rows", lambda x: x[np.array([0, 2, 2]), 1:3], lambda x: x[np.array([0, 2, 2]), 1:3], [A]),
     Case("getitem_columns", lambda x: x[:, np.array([[0, 5], [1, 1]])],
          lambda x: x[:, np.array([[0, 5], [1, 1]])], [A]),
+    # its jvp takes position [0] of a one-chunk Dask array: as a Dask array, the
+    # positions would be named as the chunks' offsets (also [0]), and mixed up
+    Case("at_divide", lambda x, y: x.at[np.array([0, 2, 0])].divide(y),
+         _np_at(np.divide, (np.array([0, 2, 0]),)), [V[:3] + 2, V[3:] + 2]),
     Case("getitem_mask", lambda x: x[MASK], lambda x: x[MASK], [A]),
     Case("index_add", lambda x, y: indexing.index_add(x, y, idx=REPEATED), _np_at(np.add, REPEATED), [A, Y3]),
     Case("index_set", lambda x, y: indexing.index_set(x, y, idx=REPEATED), _np_at(None, REPEATED), [A, Y3]),
@@ -281,7 +290,9 @@ def test_grad(case, library):
     (lambda x, y: fnp.cumsum(x, axis=1), ((2, 2), (3, 3))),
     (lambda x, y: x[1:, ::2], ((1, 2), (2, 1))),
     (lambda x, y: fnp.concatenate([x, y.T]), ((2, 2, 2, 1), (3, 3))),
-], ids=["matmul", "einsum", "sum", "cumsum", "slices", "concatenate"])
+    (lambda x, y: fnp.reshape(x, (2, 2, 6)), ((1, 1), (2,), (3, 3))),
+    (lambda x, y: fnp.reshape(x, (6, 4)), ((1,) * 6, (4,))),
+], ids=["matmul", "einsum", "sum", "cumsum", "slices", "concatenate", "reshape_split", "reshape_across"])
 def test_dask_keeps_chunks(f, chunks):
     out = fgrad.jit(f)(_dask(A), _dask(B))
     assert out.chunks == chunks

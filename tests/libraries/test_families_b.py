@@ -1,8 +1,8 @@
 """Elementwise, linear-algebra, FFT and special-function primitives on arrays of
 other libraries (fgrad/primitives/{elementwise,decompositions,fft,special,
-scipy_special}.py, their library rules): on array_api_strict and on chunked
-Dask arrays, through jit, vmap, jvp and grad, the values NumPy (or SciPy)
-gives, in the library's array type and NumPy's dtype."""
+scipy_special}.py, their library rules, and scipy.stats over them): on
+array_api_strict and on chunked Dask arrays, through jit, vmap, jvp and grad,
+the values NumPy (or SciPy) gives, in the library's array type and NumPy's dtype."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.linalg as fsl
 import fgrad.scipy.special as fsp
+import fgrad.scipy.stats as fst
 from fgrad.core.avals import get_aval
 from fgrad.primitives.random import random_gamma_grad
 
@@ -24,6 +25,7 @@ xs = pytest.importorskip("array_api_strict")
 da = pytest.importorskip("dask.array")
 scipy_special = pytest.importorskip("scipy.special")
 scipy_linalg = pytest.importorskip("scipy.linalg")
+scipy_stats = pytest.importorskip("scipy.stats")
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
@@ -231,6 +233,15 @@ def test_complex_derivatives(lib: str) -> None:
     _check(lib, g, 2 * np.conj(Z))
 
 
+@lib_names
+def test_grad_of_complex_parts(lib: str) -> None:
+    # The transposes of imag and angle (JAX's convention, df/dx - i df/dy): the
+    # gradient of sum(imag(z)) is -i, of sum(angle(z)) = atan2(y, x) it is (-y - i x) / |z|**2.
+    convert = LIBRARIES[lib][0]
+    _check(lib, fgrad.grad(lambda z: fnp.sum(fnp.imag(z)))(convert(Z)), np.full_like(Z, -1j))
+    _check(lib, fgrad.grad(lambda z: fnp.sum(fnp.angle(z)))(convert(Z)), -1j * np.conj(Z) / np.abs(Z) ** 2)
+
+
 # --- linear algebra -----------------------------------------------------------------------
 
 RNG = np.random.default_rng(16)
@@ -254,6 +265,12 @@ LINALG: dict[str, tuple[Callable[..., Any], Callable[..., Any], np.ndarray, tupl
     "cholesky": (fnp.linalg.cholesky, np.linalg.cholesky, SPD, ("strict", "dask")),
     "cholesky_upper": (lambda a: fnp.linalg.cholesky(a, upper=True),
                        lambda a: np.linalg.cholesky(a, upper=True), SPD, ("strict", "dask")),
+    # of a matrix that is not symmetric: NumPy's upper factor reads the upper triangle, the lower the lower
+    "cholesky_upper_triangle": (lambda a: fnp.linalg.cholesky(fnp.triu(a) + 0.25, upper=True),
+                                lambda a: np.linalg.cholesky(np.triu(a) + 0.25, upper=True), SPD,
+                                ("strict", "dask")),
+    "cholesky_lower_triangle": (lambda a: fnp.linalg.cholesky(fnp.tril(a) + 0.25),
+                                lambda a: np.linalg.cholesky(np.tril(a) + 0.25), SPD, ("strict", "dask")),
     "qr_r": (lambda a: fnp.linalg.qr(a)[1], lambda a: np.linalg.qr(a)[1], TALL, ("strict", "dask")),
     "qr_complete_q": (lambda a: fnp.linalg.qr(a, mode="complete")[0],
                       lambda a: np.linalg.qr(a, mode="complete")[0], TALL, ("strict",)),
@@ -505,3 +522,21 @@ def test_special_functions_without_a_rule_on_strict_say_so(name: str) -> None:
     f, _, args = BLOCKWISE[name]
     with pytest.raises(NotImplementedError, match="has no implementation for arrays of array_api_strict"):
         fgrad.jit(f)(*(_strict(a) if isinstance(a, np.ndarray) else a for a in args))
+
+
+# --- scipy.stats on arrays of the library closed over ------------------------------------------
+
+
+@lib_names
+def test_multivariate_normal_with_points_of_the_library_and_a_traced_mean(lib: str) -> None:
+    # x - mean with x the library's array and mean a tracer: strict's operators
+    # refuse a tracer, fgrad.numpy's subtract does not.
+    convert = LIBRARIES[lib][0]
+    points = RNG.standard_normal((5, 4))
+    mean = RNG.standard_normal(4)
+    cov = SPD[0]
+    x = convert(points)
+    g = fgrad.grad(lambda m: fnp.sum(fst.multivariate_normal.logpdf(x, m, cov)))(convert(mean))
+    _check(lib, g, np.linalg.solve(cov, np.sum(points - mean, axis=0)), rtol=1e-10)
+    value = fgrad.jit(lambda m: fst.multivariate_normal.logpdf(x, m, cov))(convert(mean))
+    _check(lib, value, scipy_stats.multivariate_normal.logpdf(points, mean, cov), rtol=1e-12)
