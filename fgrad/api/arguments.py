@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import get_aval
-from ..core.libraries import is_library_array
+from ..core.libraries import NUMPY_VALUE_TYPES, Library, is_library_array, library_of
 from ..core.trace import Tracer
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
     "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_output", "leaf_names", "describe",
-    "with_args", "check_float_inputs", "fixed_leaves",
+    "with_args", "check_float_inputs", "arguments_library",
 ]
 
 
@@ -126,7 +126,7 @@ def to_output(x: Any) -> Any:
     if isinstance(x, Tracer):
         return x
     if type(x) is not np.ndarray:
-        if is_library_array(x):
+        if not isinstance(x, np.generic) and is_library_array(x):
             return x
         x = np.asarray(x)
     if x.ndim == 0:
@@ -172,12 +172,17 @@ def with_args(
     return partial_fun
 
 
-def fixed_leaves(args: tuple[Any, ...], nums: tuple[int, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """The leaves of the arguments a transform does not take (those not in
-    `nums`, and keyword arguments): they too say which array library it runs on."""
-    if not kwargs and len(nums) == len(args):
-        return []
-    return tree_flatten(([a for i, a in enumerate(args) if i not in nums], kwargs))[0]
+def arguments_library(*trees: Any) -> Library | None:
+    """The array library other than NumPy that the arrays among `trees` (a
+    transform's arguments, keyword arguments, tangents) belong to, or None for
+    NumPy: it is the library the transform computes on. NumPy's values are
+    passed over without flattening, which keeps this cheap for them."""
+    others = []
+    for tree in trees:
+        for x in tree.values() if type(tree) is dict else tree:
+            if type(x) not in NUMPY_VALUE_TYPES:
+                others.append(x)
+    return library_of(tree_flatten(others)[0]) if others else None
 
 
 _KIND_NAMES = {"f": "float", "fc": "float or complex"}

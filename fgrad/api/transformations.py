@@ -24,8 +24,8 @@ from ..transforms.forward import jvp_flat
 from ..transforms.reverse import LinearFunction, linearize_flat
 from .arguments import (
     OutStore,
+    arguments_library,
     check_float_inputs,
-    fixed_leaves,
     flatten_fun,
     fun_name,
     leaf_names,
@@ -51,15 +51,14 @@ def _zeros(aval: ShapedArray) -> Any:
     return to_output(np.zeros(aval.shape, aval.dtype))
 
 
-def _in_library(values: Sequence[Any]) -> list[Any]:
-    """`values` with NumPy's arrays and scalars made arrays of the library the
-    transform runs on, if not NumPy: a caller's NumPy argument, tangent or
-    cotangent (or grad's seed) beside another library's arrays, so that even
+def _in_library(values: list[Any], library: Library | None) -> list[Any]:
+    """`values` with NumPy's arrays and scalars made arrays of `library`, the
+    one the transform runs on, if not NumPy: a caller's NumPy argument, tangent
+    or cotangent (or grad's seed) beside another library's arrays, so that even
     one that passes through unchanged comes out in that library."""
-    lib = current_library()
-    if lib is None:
-        return list(values)
-    return [lib.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in values]
+    if library is None:
+        return values
+    return [library.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in values]
 
 
 def _library_for(library: Library | None, given: Sequence[Any]) -> Library | None:
@@ -121,13 +120,15 @@ def _vjp_fn(
     library = library_of(primals)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
-        with on_library((), _library_for(library, tree_flatten(cotangent)[0])):
-            return _pull_back(linear, in_tree, out_tree, cotangent)
+        lib = _library_for(library, tree_flatten(cotangent)[0])
+        with on_library((), lib):
+            return _pull_back(linear, in_tree, out_tree, cotangent, lib)
 
     return vjp_fn
 
 
-def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, cotangent: Any) -> Any:
+def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, cotangent: Any,
+               library: Library | None) -> Any:
     ct_leaves, ct_tree = tree_flatten(cotangent)
     if ct_tree != out_tree:
         raise TypeError(
@@ -138,7 +139,7 @@ def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, 
         _check_like(ct, aval, "cotangent", _leaf_position(out_tree, i), ValueError)
         for i, (ct, aval) in enumerate(zip(ct_leaves, linear.out_avals))
     ]
-    cts_in = linear.transpose(_in_library(cts))
+    cts_in = linear.transpose(_in_library(cts, library))
     leaves = [_zeros(a) if c is None else to_output(c) for c, a in zip(cts_in, linear.in_avals)]
     return tree_unflatten(in_tree, leaves)
 
@@ -149,8 +150,9 @@ def _linearize(
     leaves, in_tree = tree_flatten(tuple(primals))
     leaves = [to_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    with on_library(leaves):
-        leaves = _in_library(leaves)
+    library = arguments_library(leaves)
+    with on_library((), library):
+        leaves = _in_library(leaves, library)
         outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
     assert store.tree is not None
     aux_tree = None if not has_aux else tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
@@ -238,12 +240,13 @@ def value_and_grad(
         leaves = [to_input(x) for x in leaves]
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
-        with on_library([*leaves, *fixed_leaves(args, nums, kwargs)]):
-            leaves = _in_library(leaves)
+        library = arguments_library(args, kwargs)
+        with on_library((), library):
+            leaves = _in_library(leaves, library)
             outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
             assert store.tree is not None
             aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
-            cts = linear.transpose(_in_library([aval.dtype.type(1)]), consume=True)
+            cts = linear.transpose(_in_library([aval.dtype.type(1)], library), consume=True)
             g = tree_unflatten(in_tree, [
                 _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
             ])
@@ -321,8 +324,9 @@ def jvp(
     leaves = [to_input(x) for x in leaves]
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    with on_library([*leaves, *t_leaves]):
-        leaves, t_leaves = _in_library(leaves), _in_library(t_leaves)
+    library = arguments_library(leaves, t_leaves)
+    with on_library((), library):
+        leaves, t_leaves = _in_library(leaves, library), _in_library(t_leaves, library)
         outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
         assert store.tree is not None
         out = tree_unflatten(store.tree, [to_output(x) for x in outs])
@@ -354,8 +358,9 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     def f_jvp(*tangents: Any) -> Any:
         t_in = _check_tangents(in_leaves, in_tree, tangents, "tangents")
         jaxpr = linear.jaxpr
-        with on_library((), _library_for(library, t_in)):
-            filled = [_zeros(a) if t is None else t for t, a in zip(_in_library(t_in), linear.in_avals)]
+        lib = _library_for(library, t_in)
+        with on_library((), lib):
+            filled = [_zeros(a) if t is None else t for t, a in zip(_in_library(t_in, lib), linear.in_avals)]
             t_nonzero = iter(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *filled))
             t_outs = [next(t_nonzero) if nz else None for nz in linear.nonzero_outputs]
             return tree_unflatten(out_tree, [

@@ -18,8 +18,8 @@ from ..core.libraries import current_library, on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
+    arguments_library,
     check_float_inputs,
-    fixed_leaves,
     flatten_fun,
     fun_name,
     leaf_names,
@@ -109,7 +109,7 @@ def vmap(
             assert store.tree is not None
             return _broadcast_prefix(out_axes, store.tree, "out_axes")
 
-        with on_library(leaves):
+        with on_library((), arguments_library(leaves)):
             outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}")
         assert store.tree is not None
         return tree_unflatten(store.tree, [to_output(x) for x in outs])
@@ -273,8 +273,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacfwd", "c" if holomorphic else "f")
-        fixed = fixed_leaves(args, normalize_argnums(argnums, len(args), fun), kwargs)
-        with on_library([*leaves, *fixed]):  # the vmap, the jvps inside it and the splitting, on one library
+        with on_library((), arguments_library(args, kwargs)):  # the vmap, its jvps, the splitting
             return _jacfwd(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun
@@ -316,8 +315,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f, dyn, in_tree, leaves = _prepare(fun, argnums, args, kwargs, "jacrev", "c" if holomorphic else "fc")
-        fixed = fixed_leaves(args, normalize_argnums(argnums, len(args), fun), kwargs)
-        with on_library([*leaves, *fixed]):  # the vjp, the vmap of its pullback, the splitting
+        with on_library((), arguments_library(args, kwargs)):  # the vjp, its pullback's vmap, the splitting
             return _jacrev(fun, f, dyn, in_tree, leaves, argnums, has_aux, holomorphic)
 
     return jacfun

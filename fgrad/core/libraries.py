@@ -172,6 +172,8 @@ def library_of(values: Iterable[Any]) -> Library | None:
     None; TypeError when arrays of two such libraries are mixed."""
     found: Library | None = None
     for v in values:
+        if type(v) in NUMPY_VALUE_TYPES:
+            continue
         lib = library_of_value(v)
         if lib is None or lib is found:
             continue
@@ -253,6 +255,9 @@ def check_constant(x: Any, trace: Trace) -> None:
     )
 
 
+_NO_LIBRARY = contextlib.nullcontext()  # reusable: it holds nothing
+
+
 def on_library(
     values: Iterable[Any], library: Library | None = None
 ) -> contextlib.AbstractContextManager[Any]:
@@ -260,11 +265,13 @@ def on_library(
     the transforms run inside it: when the current trace is evaluation and
     some value is an array of a library other than NumPy. Otherwise (NumPy
     values, or inside another transform, which already chose) it does nothing."""
+    if library is None and not values:
+        return _NO_LIBRARY
     if ctx.trace is not EVAL_TRACE and ctx.trace.parent is not None:
-        return contextlib.nullcontext()
+        return _NO_LIBRARY
     lib = library if library is not None else library_of(values)
     if lib is None or isinstance(ctx.trace, LibraryTrace):
-        return contextlib.nullcontext()
+        return _NO_LIBRARY
     return tracing(LibraryTrace(lib))
 
 

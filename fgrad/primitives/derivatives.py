@@ -22,7 +22,7 @@ import numpy as np
 from ..core.avals import ShapedArray, get_aval
 from ..core.libraries import current_library
 from ..core.rules import BILINEAR, LINEAR, UndefinedPrimal, jvp_rules
-from ..core.trace import Primitive
+from ..core.trace import Primitive, Tracer
 
 __all__ = [
     "defjvp", "deflinear", "defbilinear", "defnojvp", "zeros_like_value", "unbroadcast", "fit_to", "zeros",
@@ -73,7 +73,7 @@ def fit_to(t: Any, like: Any) -> Any:
     """`t` broadcast to the shape of `like` and cast to its dtype. (Their avals,
     not their own `.dtype`: either may be an array of another library, whose
     dtypes are not NumPy's.)"""
-    want, have = get_aval(like), get_aval(t)
+    want, have = _aval(like), _aval(t)
     if have.shape != want.shape:
         t = shapes.broadcast_to(t, shape=want.shape)
     if have.dtype != want.dtype:
@@ -81,11 +81,17 @@ def fit_to(t: Any, like: Any) -> Any:
     return t
 
 
+def _aval(x: Any) -> Any:
+    """What `x` is, as a shape and a NumPy dtype: a NumPy array or a tracer
+    says itself (the common case, kept cheap); other values through get_aval."""
+    return x if type(x) is np.ndarray or isinstance(x, Tracer) else get_aval(x)
+
+
 def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
     """Sum `ct` down to `aval.shape` (undoing NumPy broadcasting), cast to its
     dtype (compared as avals: `ct` may be an array of another library)."""
     shape = aval.shape
-    ct_shape = get_aval(ct).shape
+    ct_shape = _aval(ct).shape
     if ct_shape != shape:
         lead = len(ct_shape) - len(shape)
         axes = tuple(range(lead)) + tuple(
@@ -93,9 +99,9 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
         )
         if axes:
             ct = reductions.reduce_sum(ct, axes=axes)
-        if get_aval(ct).shape != shape:
+        if _aval(ct).shape != shape:
             ct = shapes.reshape(ct, new_shape=shape)
-    if get_aval(ct).dtype != aval.dtype:
+    if _aval(ct).dtype != aval.dtype:
         ct = elementwise.convert_element_type(ct, new_dtype=aval.dtype)
     return ct
 

@@ -78,7 +78,7 @@ def _as_matrix(x: Any, aval: ShapedArray, left: bool) -> Any:
 def _cast(ct: Any, aval: ShapedArray) -> Any:
     """`ct` in the dtype of the operand it is the cotangent of (a float32 operand
     of a float64 product has a float32 cotangent)."""
-    if get_aval(ct).dtype == aval.dtype:
+    if (ct.dtype if type(ct) is np.ndarray else get_aval(ct).dtype) == aval.dtype:
         return ct
     return elementwise.convert_element_type(ct, new_dtype=aval.dtype)
 
