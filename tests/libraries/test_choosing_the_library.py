@@ -75,3 +75,16 @@ def test_jit_runs_a_closure_on_its_library():
     out = fgrad.jit(lambda w: loss(w, A, b))(w)
     assert isinstance(out, da.Array)
     np.testing.assert_allclose(out.compute(), 0.5 * np.sum((An @ w - bn) ** 2), rtol=1e-12)
+
+
+def test_pytorch_tensors_take_the_same_route():
+    # PyTorch through array-api-compat's wrapper: tensors in, tensors out.
+    torch = pytest.importorskip("torch")
+    t = torch.linspace(-1.0, 1.0, 5, dtype=torch.float64)
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sin(x) * fnp.exp(-x ** 2)))(t)
+    assert isinstance(g, torch.Tensor) and g.dtype == torch.float64
+    xn = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(g.numpy(), (np.cos(xn) - 2 * xn * np.sin(xn)) * np.exp(-xn ** 2), rtol=1e-12)
+    out = fgrad.vmap(lambda x: fnp.dot(x, x))(torch.ones((3, 2), dtype=torch.float64))
+    assert isinstance(out, torch.Tensor)
+    np.testing.assert_allclose(out.numpy(), [2.0, 2.0, 2.0])
