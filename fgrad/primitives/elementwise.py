@@ -134,10 +134,14 @@ def _operator_emit(symbol: str) -> Callable[..., str | None]:
 
 
 def _fits(ct: Any, aval: ShapedArray) -> bool:
+    if ct.shape != aval.shape:
+        return False
+    dtype = ct.dtype
+    if dtype is aval.dtype:  # NumPy's builtin dtypes are singletons: the hot case, one identity test
+        return True
     # Another library's dtype is compared through its aval (array_api_strict's
     # dtypes are never equal to NumPy's, and warn when compared).
-    dtype = ct.dtype if isinstance(ct, (np.ndarray, np.generic)) else get_aval(ct).dtype
-    return bool(ct.shape == aval.shape and dtype == aval.dtype)
+    return bool((dtype if isinstance(dtype, np.dtype) else get_aval(ct).dtype) == aval.dtype)
 
 
 def _linear_ct(x: Any, ct: Any) -> Any:
