@@ -14,6 +14,10 @@ NumPy behind the user's back. NumPy constants (a jaxpr's literals, zeros a
 rule makes) become the library's arrays on the way in, which is a copy into
 the library, never out of it.
 
+`library_impl` makes that choice from avals, so that jit's generated code on
+another library (ir/codegen.py, `compile_for_library`) makes it once per
+equation instead of at every call.
+
 NumPy's own arrays never come here: evaluation stays their fast path, and a
 program on NumPy arrays pays nothing for this module.
 """
@@ -36,7 +40,7 @@ from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 __all__ = [
     "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
     "library_rules", "generic_impls", "elementwise_impls", "is_library_array", "check_constant",
-    "NUMPY_VALUE_TYPES",
+    "NUMPY_VALUE_TYPES", "library_impl", "is_numpy_value",
 ]
 
 #: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
@@ -59,7 +63,7 @@ class Library:
     wrapper where the library needs one) and the mapping between its dtypes
     and NumPy's, which fgrad's avals use."""
 
-    __slots__ = ("name", "xp", "blocks", "_to_numpy", "_from_numpy")
+    __slots__ = ("name", "xp", "blocks", "_to_numpy", "is_numpy_value")
 
     def __init__(self, name: str, xp: Any, blocks: Callable[..., Any] | None = None) -> None:
         self.name = name
@@ -67,23 +71,23 @@ class Library:
         #: `blocks(fn, *args, dtype=...)`: `fn` (a NumPy function) applied to each
         #: block of the broadcast arguments, lazily; None for a library without blocks.
         self.blocks = blocks
-        self._from_numpy: dict[np.dtype, Any] = {}
+        self.is_numpy_value: dict[np.dtype, Any] = {}
         self._to_numpy: dict[Any, np.dtype] = {}
         for dtype_name in _NUMPY_DTYPE_NAMES:
             theirs = getattr(xp, dtype_name, None)
             if theirs is not None:
-                self._from_numpy[np.dtype(dtype_name)] = theirs
+                self.is_numpy_value[np.dtype(dtype_name)] = theirs
                 self._to_numpy[theirs] = np.dtype(dtype_name)
 
     def dtype(self, dtype: Any) -> Any:
         """The library's dtype for a NumPy dtype; TypeError when it has none."""
         dtype = np.dtype(dtype)
         try:
-            return self._from_numpy[dtype]
+            return self.is_numpy_value[dtype]
         except KeyError:
             raise TypeError(
                 f"{self.name} has no dtype {dtype.name}: fgrad cannot compute this on its arrays. Use "
-                f"one of {', '.join(d.name for d in self._from_numpy)}."
+                f"one of {', '.join(d.name for d in self.is_numpy_value)}."
             ) from None
 
     def numpy_dtype(self, dtype: Any) -> np.dtype:
@@ -199,28 +203,42 @@ class LibraryTrace(Trace):
         self.library = library
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        rule = library_rules.get(prim)
-        if rule is None:
-            if prim in generic_impls:
-                return prim.impl(*args, **params)
-            if prim in elementwise_impls and self.library.blocks is not None:
-                dtype = prim.abstract_eval(*(get_aval(a) for a in args), **params).dtype
-                return self.library.blocks(functools.partial(prim.impl, **params), *args, dtype=dtype)
-            raise NotImplementedError(
-                f"the primitive `{prim.name}` has no implementation for arrays of {self.library.name} "
-                f"in fgrad, and fgrad does not convert them to NumPy behind your back. Convert the "
-                f"arrays to NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling "
-                f"the transformed function, or avoid the function that binds `{prim.name}`."
-            )
         lib = self.library
-        converted = []
-        for a in args:
-            if isinstance(a, (np.ndarray, np.generic)):
-                if a.dtype == object:  # a loop's tape (lists of steps): NumPy's own business
-                    return prim.impl(*args, **params)
-                a = lib.asarray(a)
-            converted.append(a)
-        return rule(lib, *converted, **params)
+        avals = tuple(get_aval(a) for a in args)
+        fn = library_impl(prim, lib, avals, params)
+        return fn(*(lib.asarray(a) if is_numpy_value(a) else a for a in args))
+
+
+def is_numpy_value(x: Any) -> bool:
+    """Whether `x` is a NumPy value to move into the library: any NumPy array or
+    scalar but a loop's tape (an object array of lists of steps)."""
+    return isinstance(x, (np.ndarray, np.generic)) and x.dtype != object
+
+
+def library_impl(
+    prim: Primitive, library: Library, avals: tuple[Any, ...], params: dict[str, Any]
+) -> Callable[..., Any]:
+    """How `prim` with `params` is computed on operands of `avals` that are
+    `library`'s arrays (NumPy's constants converted first): a function of the
+    operands, or a NotImplementedError. Decided by avals alone, so that jit's
+    generated code decides once (`ir/codegen.py`) what evaluation decides at
+    each call (`LibraryTrace`)."""
+    if any(a.dtype == object for a in avals):  # a loop's tape: NumPy's own business
+        return functools.partial(prim.impl, **params)
+    rule = library_rules.get(prim)
+    if rule is not None:
+        return functools.partial(rule, library, **params)
+    if prim in generic_impls:
+        return functools.partial(prim.impl, **params)
+    if prim in elementwise_impls and library.blocks is not None:
+        dtype = prim.abstract_eval(*avals, **params).dtype
+        return functools.partial(library.blocks, functools.partial(prim.impl, **params), dtype=dtype)
+    raise NotImplementedError(
+        f"the primitive `{prim.name}` has no implementation for arrays of {library.name} "
+        f"in fgrad, and fgrad does not convert them to NumPy behind your back. Convert the "
+        f"arrays to NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling "
+        f"the transformed function, or avoid the function that binds `{prim.name}`."
+    )
 
 
 #: Types of the values a transform meets most, none of them another library's array.

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
+from ..core.libraries import Library, LibraryTrace, is_numpy_value, library_impl
 from ..core.rules import block_rules, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
@@ -49,7 +50,7 @@ from .evaluate import eval_closed_now, evaluation_trace
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .passes import has_effects, last_uses
 
-__all__ = ["compile_jaxpr", "CompiledJaxpr", "runner"]
+__all__ = ["compile_jaxpr", "compile_for_library", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
 
@@ -124,12 +125,76 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
 
 
 def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
-    """A function running `closed` now: its generated code, or equation by
-    equation when evaluation checks each primitive (debug_nans), so that the
-    check names the primitive."""
-    if evaluation_trace() is EVAL_TRACE:
+    """A function running `closed` now: its generated code (for NumPy, or for
+    the array library the computation runs on), or equation by equation when
+    evaluation checks each primitive (debug_nans), so that the check names the
+    primitive."""
+    root = evaluation_trace()
+    if root is EVAL_TRACE:
         return compile_jaxpr(closed).fun
+    if isinstance(root, LibraryTrace):
+        return compile_for_library(closed, root.library).fun
     return lambda *args: eval_closed_now(closed, args)
+
+
+@cached_per_jaxpr
+def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
+    """`closed` as generated Python code on the arrays of `library` (another
+    array library than NumPy, core/libraries.py), cached per jaxpr and library:
+    one line per equation calling the function `library_impl` chose for it
+    once, here, so that a jitted function on Dask or CuPy arrays pays no
+    dispatch per equation. The jaxpr's NumPy constants become the library's
+    arrays once; NumPy inputs are converted on entry.
+
+    >>> import fgrad, fgrad.numpy as fnp, array_api_strict
+    >>> from fgrad.core.libraries import library_of
+    >>> closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(np.ones(2))
+    >>> lib = library_of([array_api_strict.asarray(1.0)])
+    >>> print(compile_for_library(closed, lib).source)
+    def jitted(v0):
+        v0 = to_library(v0)
+        v1 = f0(v0)
+        del v0
+        v2 = f1(v1, k1_1)
+        del v1
+        return [v2]
+    """
+    jaxpr = closed.jaxpr
+    namespace: dict[str, Any] = {"to_library": lambda x: library.asarray(x) if is_numpy_value(x) else x}
+    names: dict[Var, str] = {}
+
+    def name(v: Var) -> str:
+        found = names.get(v)
+        if found is None:
+            found = names[v] = f"v{len(names)}"
+        return found
+
+    def operand(a: Var | Literal, i: int, k: int) -> str:
+        if isinstance(a, Var):
+            return name(a)
+        # A Python number stays one (weakly typed, as the rules expect).
+        namespace[f"k{i}_{k}"] = library.asarray(a.val) if is_numpy_value(a.val) else a.val
+        return f"k{i}_{k}"
+
+    constants = set(jaxpr.constvars)  # globals of the function: never deleted
+    for v, c in zip(jaxpr.constvars, closed.consts):
+        namespace[name(v)] = library.asarray(c) if is_numpy_value(c) else c
+    params = ", ".join(name(v) for v in jaxpr.invars)
+    lines = [f"def jitted({params}):", *(f"    {name(v)} = to_library({name(v)})" for v in jaxpr.invars)]
+    release = last_uses(jaxpr)
+    for i, eqn in enumerate(jaxpr.eqns):
+        avals = tuple(a.aval for a in eqn.invars)
+        namespace[f"f{i}"] = library_impl(eqn.primitive, library, avals, eqn.params)
+        args = ", ".join(operand(a, i, k) for k, a in enumerate(eqn.invars))
+        lines.append("    " + _statement(eqn, [name(v) for v in eqn.outvars], f"f{i}({args})"))
+        dead = [name(v) for v in release.get(i, ()) if v in names and v not in constants]
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
+    outs = ", ".join(operand(a, len(jaxpr.eqns), k) for k, a in enumerate(jaxpr.outvars))
+    lines.append(f"    return [{outs}]")
+    source = "\n".join(lines)
+    exec(compile(source, f"<fgrad.jit on {library.name}>", "exec"), namespace)
+    return CompiledJaxpr(namespace["jitted"], source)
 
 
 def _is_float64_scalar(aval: ShapedArray) -> bool:
