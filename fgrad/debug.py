@@ -26,7 +26,7 @@ from .api.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from .core.avals import ShapedArray
 from .core.libraries import generic_impls
 from .core.rules import Linearization, batch_rules, effectful, jvp_rules, transpose_rules
-from .core.trace import EVAL_TRACE, EvalTrace, Primitive, ctx
+from .core.trace import EVAL_TRACE, EvalTrace, Primitive, ctx, transforming
 
 __all__ = ["print", "tap_grad", "debug_nans"]
 
@@ -191,14 +191,17 @@ class debug_nans:
                 "itself); put the `with debug_nans():` around the call to grad/vjp/..."
             )
         self.prev = ctx.trace
+        transforming.enter()  # evaluation itself replaced: fgrad.numpy must not take NumPy's fast path
         ctx.trace = _NAN_TRACE if self.enabled else EVAL_TRACE
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         ctx.trace = self.prev
+        transforming.leave()
 
 
 if os.environ.get("FGRAD_DEBUG_NANS", "") not in ("", "0"):
     type(ctx).initial = _NAN_TRACE  # the trace every new thread starts with
+    transforming.enter()  # for good: no thread evaluates plainly
     ctx.trace = _NAN_TRACE

@@ -18,7 +18,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import lax
 from fgrad.core.rules import JVPFactors, batch_rules, jvp_rules, transpose_rules
-from fgrad.core.trace import EVAL_TRACE, ctx
+from fgrad.core.trace import EVAL_TRACE, ctx, transforming
 from fgrad.primitives.elementwise import mul_p, sin_p
 
 X = 0.7
@@ -175,6 +175,7 @@ RULE_CASES: dict[str, tuple[Callable[[], Any], Any]] = {
 
 def assert_clean() -> None:
     assert ctx.trace is EVAL_TRACE
+    assert transforming.count == 0  # no transform left open: fgrad.numpy's fast path is back
     assert fgrad.grad(lambda x: fnp.sin(x) * x)(0.2) == pytest.approx(np.cos(0.2) * 0.2 + np.sin(0.2))
 
 

@@ -18,7 +18,7 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import lax
-from fgrad.core.trace import EVAL_TRACE, EvalTrace, ctx
+from fgrad.core.trace import EVAL_TRACE, EvalTrace, ctx, transforming
 
 THREADS = 8
 CALLS = 200  # per thread, of each of the computations below
@@ -132,12 +132,27 @@ def test_a_thread_inside_a_transform_does_not_change_another_threads_trace() -> 
     try:
         assert inside.wait(10)
         assert ctx.trace is EVAL_TRACE  # the other thread's grad is its own
+        # Some thread transforms: fgrad.numpy reads this thread's trace, and computes eagerly.
+        assert transforming.count == 1
         assert fgrad.grad(fnp.cos)(0.5) == pytest.approx(-np.sin(0.5))
-        assert fnp.exp(np.float64(0.0)) == 1.0
+        assert type(fnp.exp(np.float64(0.0))) is np.float64 and fnp.add(1.0, np.float64(2.0)) == 3.0
     finally:
         leave.set()
         thread.join()
     assert seen == [pytest.approx(np.cos(0.5))]
+    assert transforming.count == 0
+
+
+def test_no_transform_anywhere_is_what_the_fast_path_assumes() -> None:
+    # While no thread transforms, bind and fgrad.numpy's ufuncs skip the thread-local read:
+    # the count is 0 exactly when no thread has a current trace other than evaluation.
+    assert transforming.count == 0
+    counts: list[int] = []
+    fgrad.grad(lambda x: counts.append(transforming.count) or fnp.sin(x))(0.5)
+    fgrad.jit(lambda x: counts.append(transforming.count) or x * 2.0)(np.ones(2))
+    with fgrad.debug_nans():
+        counts.append(transforming.count)
+    assert counts == [1, 1, 1] and transforming.count == 0
 
 
 def test_a_new_thread_starts_with_the_initial_trace(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import get_aval
-from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx
+from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx, transforming
 from ..primitives import elementwise as ew
 from .operands import DIRECT_TYPES, Array, ArrayLike, check_no_out, operand
 
@@ -40,10 +40,10 @@ __all__ = [
 
 
 def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike], Array]:
-    _ctx, _eval, bind = ctx, EVAL_TRACE, prim.bind
+    _ctx, _eval, bind, _transforming = ctx, EVAL_TRACE, prim.bind, transforming
 
     def fn(x: ArrayLike, /) -> Array:
-        if _ctx.trace is _eval:
+        if not _transforming.count or _ctx.trace is _eval:  # the first test spares the thread-local
             return np_fn(x)
         return bind(x if type(x) in DIRECT_TYPES else operand(x))
 
@@ -53,10 +53,10 @@ def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[A
 
 
 def _binary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike, ArrayLike], Array]:
-    _ctx, _eval, bind = ctx, EVAL_TRACE, prim.bind
+    _ctx, _eval, bind, _transforming = ctx, EVAL_TRACE, prim.bind, transforming
 
     def fn(x: ArrayLike, y: ArrayLike, /) -> Array:
-        if _ctx.trace is _eval:
+        if not _transforming.count or _ctx.trace is _eval:  # the first test spares the thread-local
             return np_fn(x, y)
         if type(x) not in DIRECT_TYPES:
             x = operand(x)
