@@ -79,8 +79,17 @@ class Primitive:
             return self.impl(*args, **params)
         return trace.process_primitive(self, args, params)
 
+    def bind_on(self, trace: Trace, *args: Any) -> Any:
+        """`bind(*args)` (no params) for a caller that has read the current
+        trace already and found it is not evaluation: fgrad.numpy's ufuncs, the
+        hottest callers, which test for evaluation first, read it once, not twice."""
+        return trace.process_primitive(self, args, _NO_PARAMS)
+
     def __repr__(self) -> str:
         return self.name
+
+
+_NO_PARAMS: dict[str, Any] = {}  # shared by bind_on's calls: never mutated
 
 
 class Trace:

@@ -40,12 +40,15 @@ __all__ = [
 
 
 def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike], Array]:
-    _ctx, _eval, bind, _transforming = ctx, EVAL_TRACE, prim.bind, transforming
+    _ctx, _eval, bind_on, _transforming = ctx, EVAL_TRACE, prim.bind_on, transforming
 
     def fn(x: ArrayLike, /) -> Array:
-        if not _transforming.count or _ctx.trace is _eval:  # the first test spares the thread-local
+        if not _transforming.count:  # no transform in any thread: NumPy, no thread-local read
             return np_fn(x)
-        return bind(x if type(x) in DIRECT_TYPES else operand(x))
+        trace = _ctx.trace  # read once, for the test and for the call
+        if trace is _eval:
+            return np_fn(x)
+        return bind_on(trace, x if type(x) in DIRECT_TYPES else operand(x))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"numpy.{np_fn.__name__}, differentiable and traceable."
@@ -53,16 +56,19 @@ def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[A
 
 
 def _binary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[ArrayLike, ArrayLike], Array]:
-    _ctx, _eval, bind, _transforming = ctx, EVAL_TRACE, prim.bind, transforming
+    _ctx, _eval, bind_on, _transforming = ctx, EVAL_TRACE, prim.bind_on, transforming
 
     def fn(x: ArrayLike, y: ArrayLike, /) -> Array:
-        if not _transforming.count or _ctx.trace is _eval:  # the first test spares the thread-local
+        if not _transforming.count:  # no transform in any thread: NumPy, no thread-local read
+            return np_fn(x, y)
+        trace = _ctx.trace  # read once, for the test and for the call
+        if trace is _eval:
             return np_fn(x, y)
         if type(x) not in DIRECT_TYPES:
             x = operand(x)
         if type(y) not in DIRECT_TYPES:
             y = operand(y)
-        return bind(x, y)
+        return bind_on(trace, x, y)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"numpy.{np_fn.__name__}, with NumPy broadcasting; differentiable and traceable."
