@@ -191,17 +191,17 @@ class debug_nans:
                 "itself); put the `with debug_nans():` around the call to grad/vjp/..."
             )
         self.prev = ctx.trace
-        transforming.enter()  # evaluation itself replaced: fgrad.numpy must not take NumPy's fast path
+        transforming.enter(ctx.__dict__)  # evaluation itself replaced: no NumPy fast path for fgrad.numpy
         ctx.trace = _NAN_TRACE if self.enabled else EVAL_TRACE
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         ctx.trace = self.prev
-        transforming.leave()
+        transforming.leave(ctx.__dict__)
 
 
 if os.environ.get("FGRAD_DEBUG_NANS", "") not in ("", "0"):
     type(ctx).initial = _NAN_TRACE  # the trace every new thread starts with
-    transforming.enter()  # for good: no thread evaluates plainly
+    transforming.hold_forever()
     ctx.trace = _NAN_TRACE

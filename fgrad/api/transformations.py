@@ -214,6 +214,20 @@ def _check_scalar_output(
     return aval
 
 
+def _grad_pass(fun: Callable[..., Any], flat_fun: Callable[..., Any], leaves: list[Any], in_tree: PyTreeDef,
+               store: OutStore, has_aux: bool, holomorphic: bool,
+               library: Library | None) -> tuple[list[Any], list[Any], Any]:
+    """grad's forward and backward pass: the outputs, the aux values and the
+    gradient's leaves as the differentiated arguments' tree."""
+    outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {fun_name(fun)}", has_aux, keep=False)
+    assert store.tree is not None
+    aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
+    cts = linear.transpose(_in_library([aval.dtype.type(1)], library), consume=True)
+    return outs, aux, tree_unflatten(in_tree, [
+        _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
+    ])
+
+
 def value_and_grad(
     fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
     holomorphic: bool = False,
@@ -241,15 +255,12 @@ def value_and_grad(
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         library = arguments_library(args, kwargs)
-        with on_library((), library):
-            leaves = _in_library(leaves, library)
-            outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {name}", has_aux, keep=False)
-            assert store.tree is not None
-            aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
-            cts = linear.transpose(_in_library([aval.dtype.type(1)], library), consume=True)
-            g = tree_unflatten(in_tree, [
-                _zeros(a) if c is None else to_output(c) for c, a in zip(cts, linear.in_avals)
-            ])
+        if library is None:  # NumPy: every gradient call comes here, without a context to enter
+            outs, aux, g = _grad_pass(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic, None)
+        else:
+            with on_library((), library):
+                ins = _in_library(leaves, library)
+                outs, aux, g = _grad_pass(fun, flat_fun, ins, in_tree, store, has_aux, holomorphic, library)
         g = g[0] if isinstance(argnums, int) else tuple(g)
         value = to_output(outs[0])
         if has_aux:
@@ -324,7 +335,7 @@ def jvp(
     leaves = [to_input(x) for x in leaves]
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    library = arguments_library(leaves, t_leaves)
+    library = arguments_library([*leaves, *t_leaves])
     with on_library((), library):
         leaves, t_leaves = _in_library(leaves, library), _in_library(t_leaves, library)
         outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)

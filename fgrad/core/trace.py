@@ -13,8 +13,8 @@ perturbations.
 With no transform active the current trace is `EVAL_TRACE`, which calls the
 primitive's NumPy implementation. Functions in `fgrad.numpy` test for it first
 and call NumPy directly; the hottest (`bind`, the ufuncs) first ask
-`transforming`, a count of the transforms open in all threads, and while it is
-0 do not read the thread-local current trace at all.
+`transforming`, the threads that have a transform open, and while there are
+none do not read the thread-local current trace at all.
 
 This module knows nothing about jaxprs, derivatives or NumPy's API; the
 NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
@@ -74,7 +74,7 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        if not transforming.count:  # no transform in any thread: just compute, no thread-local read
+        if not transforming.threads:  # no transform in any thread: just compute, no thread-local read
             return self.impl(*args, **params)
         trace = ctx.trace
         if trace is EVAL_TRACE:  # none in this thread
@@ -191,27 +191,37 @@ ctx = _Context()
 
 
 class _Transforming:
-    """How many threads may have a current trace other than evaluation: the
-    `tracing` blocks open in all threads, plus evaluations that replace
-    `EVAL_TRACE` (debug_nans). While it is 0, no thread transforms anything, and
-    the hot paths (`bind`, fgrad.numpy's ufuncs) skip reading the thread-local
-    `ctx.trace`: a plain attribute costs about 7 ns, the thread-local 26 ns.
-    Whoever makes a trace other than EVAL_TRACE current in a thread holds a
-    count while it is (`enter`, `leave`); the count changes under a lock."""
+    """The threads that may have a current trace other than evaluation: those
+    inside a `tracing` block, or whose evaluation debug_nans replaced. While
+    there are none, no thread transforms anything, and the hot paths (`bind`,
+    fgrad.numpy's ufuncs) skip reading the thread-local `ctx.trace`: a plain
+    attribute costs about 7 ns, the thread-local 26 ns.
 
-    __slots__ = ("count", "_lock")
+    Whoever makes a trace other than EVAL_TRACE current in a thread enters
+    first and leaves after (`enter`, `leave`, given the thread's `ctx.__dict__`,
+    which counts how deep it is). A thread's id is added at its first entry and
+    discarded at its last exit: one set operation, atomic, so no lock."""
+
+    __slots__ = ("threads",)
 
     def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
+        self.threads: set[int] = set()
 
-    def enter(self) -> None:
-        with self._lock:
-            self.count += 1
+    def enter(self, state: dict[str, Any]) -> None:
+        depth = state.get("depth", 0)
+        if not depth:
+            self.threads.add(get_ident())  # before the depth: an interruption leaves it in, the safe side
+        state["depth"] = depth + 1
 
-    def leave(self) -> None:
-        with self._lock:
-            self.count -= 1
+    def leave(self, state: dict[str, Any]) -> None:
+        depth = state["depth"] - 1
+        state["depth"] = depth
+        if not depth:
+            self.threads.discard(get_ident())
+
+    def hold_forever(self) -> None:
+        """No thread evaluates plainly from now on (FGRAD_DEBUG_NANS)."""
+        self.threads.add(-1)
 
 
 transforming = _Transforming()
@@ -227,16 +237,17 @@ class tracing:
         self.trace = trace
 
     def __enter__(self) -> Trace:
-        transforming.enter()  # before the trace is current
         state = self.trace.state  # a new trace, made in this thread
+        transforming.enter(state)  # before the trace is current
         self.prev = state["trace"]
         state["trace"] = self.trace
         return self.trace
 
     def __exit__(self, *exc: object) -> None:
-        self.trace.state["trace"] = self.prev
+        state = self.trace.state
+        state["trace"] = self.prev
         self.trace.dead = True
-        transforming.leave()  # after it is not
+        transforming.leave(state)  # after it is not
 
 
 def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:

@@ -43,7 +43,7 @@ def _unary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[A
     _ctx, _eval, bind_on, _transforming = ctx, EVAL_TRACE, prim.bind_on, transforming
 
     def fn(x: ArrayLike, /) -> Array:
-        if not _transforming.count:  # no transform in any thread: NumPy, no thread-local read
+        if not _transforming.threads:  # no transform in any thread: NumPy, no thread-local read
             return np_fn(x)
         trace = _ctx.trace  # read once, for the test and for the call
         if trace is _eval:
@@ -59,7 +59,7 @@ def _binary(name: str, prim: Primitive, np_fn: Callable[..., Any]) -> Callable[[
     _ctx, _eval, bind_on, _transforming = ctx, EVAL_TRACE, prim.bind_on, transforming
 
     def fn(x: ArrayLike, y: ArrayLike, /) -> Array:
-        if not _transforming.count:  # no transform in any thread: NumPy, no thread-local read
+        if not _transforming.threads:  # no transform in any thread: NumPy, no thread-local read
             return np_fn(x, y)
         trace = _ctx.trace  # read once, for the test and for the call
         if trace is _eval:
