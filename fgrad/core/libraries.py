@@ -18,8 +18,11 @@ the library, never out of it.
 another library (ir/codegen.py, `compile_for_library`) makes it once per
 equation instead of at every call.
 
-NumPy's own arrays never come here: evaluation stays their fast path, and a
-program on NumPy arrays pays nothing for this module.
+NumPy's own arrays never come here: evaluation stays their fast path. A
+program on NumPy arrays pays for this module only the check, once per
+transform call, that its arguments are NumPy's (`api/arguments.py`
+`arguments_library`), and one set lookup per constant a transform meets
+(`check_constant`).
 """
 
 from __future__ import annotations
