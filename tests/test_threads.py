@@ -19,6 +19,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import lax
 from fgrad.core.trace import EVAL_TRACE, EvalTrace, ctx, transforming
+from tests.threads import run_threads
 
 THREADS = 8
 CALLS = 200  # per thread, of each of the computations below
@@ -33,30 +34,6 @@ def fast_switching() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
-
-
-def run_threads(work: Callable[[int], Any], n: int = THREADS) -> list[Any]:
-    """`work(i)` in thread i for i < n, started together; their results, or the
-    first exception any of them raised."""
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
-    errors: list[BaseException] = []
-
-    def target(i: int) -> None:
-        try:
-            barrier.wait()
-            results[i] = work(i)
-        except BaseException as e:  # handed to the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
 
 
 def loss(w: Any, x: Any) -> Any:
@@ -109,7 +86,7 @@ def test_transforms_in_eight_threads_agree_with_one_thread() -> None:
                 got[name].append(fn())
         return got
 
-    for i, got in enumerate(run_threads(work)):
+    for i, got in enumerate(run_threads(work, THREADS)):
         for name, values in got.items():
             for value in values:
                 for a, b in zip(fgrad.tree_util.tree_leaves(value),
@@ -213,7 +190,7 @@ def test_a_thread_may_use_a_vjp_function_made_in_another() -> None:
     x = np.linspace(0.1, 1.0, 5)
     _, vjp_fn = fgrad.vjp(lambda x: fnp.sin(x) * x, x)
     expected = np.cos(x) * x + np.sin(x)
-    results = run_threads(lambda i: [vjp_fn(np.ones(5))[0] for _ in range(CALLS)])
+    results = run_threads(lambda i: [vjp_fn(np.ones(5))[0] for _ in range(CALLS)], THREADS)
     for values in results:
         for value in values:
             np.testing.assert_allclose(value, expected, rtol=1e-12)

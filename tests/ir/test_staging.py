@@ -20,6 +20,7 @@ from fgrad.ir.evaluate import eval_jaxpr
 from fgrad.ir.jaxpr import Literal
 from fgrad.ir.staging import closure_convert, trace_to_jaxpr
 from fgrad.transforms.forward import jvp_jaxpr
+from tests.threads import run_threads
 
 F64 = ShapedArray((), np.float64)
 F64_3 = ShapedArray((3,), np.float64)
@@ -245,8 +246,6 @@ def test_a_real_transform_does_not_keep_its_jaxpr_alive():
 
 
 def test_threads_calling_at_once_get_equal_results():
-    n_threads = 8
-    barrier = threading.Barrier(n_threads)
     calls = []
 
     @cached_per_jaxpr
@@ -255,21 +254,7 @@ def test_threads_calling_at_once_get_equal_results():
         return tuple(np.asarray(_run(closed, float(k))[0]).tolist() for _ in range(50))
 
     closed = _closed()
-    results, errors = [None] * n_threads, []
-
-    def worker(i):
-        try:
-            barrier.wait()
-            results[i] = [slow(closed, k) for k in range(5)]
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    results = run_threads(lambda i: [slow(closed, k) for k in range(5)], 8)
     expected = [tuple([np.sin(float(k)) * 2.0] * 50) for k in range(5)]
     for r in results:
         assert r == expected
