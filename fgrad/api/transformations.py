@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
-from ..core.libraries import Library, current_library, library_of, on_library
+from ..core.libraries import Library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
 from ..ir.staging import StagingTrace
 from ..primitives import elementwise
+from ..primitives.derivatives import zeros_now
 from ..transforms.forward import jvp_flat
 from ..transforms.reverse import LinearFunction, linearize_flat
 from .arguments import (
@@ -45,10 +46,7 @@ __all__ = [
 def _zeros(aval: ShapedArray) -> Any:
     """Zeros of `aval` (a missing tangent or cotangent), in the array library
     the transform runs on."""
-    lib = current_library()
-    if lib is not None:
-        return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
-    return to_output(np.zeros(aval.shape, aval.dtype))
+    return to_output(zeros_now(aval))
 
 
 def _in_library(values: list[Any], library: Library | None) -> list[Any]:
@@ -58,7 +56,7 @@ def _in_library(values: list[Any], library: Library | None) -> list[Any]:
     one that passes through unchanged comes out in that library."""
     if library is None:
         return values
-    return [library.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in values]
+    return [library.take_in(v) for v in values]
 
 
 def _library_for(library: Library | None, given: Sequence[Any]) -> Library | None:

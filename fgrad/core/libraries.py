@@ -43,7 +43,7 @@ from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 __all__ = [
     "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
     "library_rules", "generic_impls", "elementwise_impls", "is_library_array", "check_constant",
-    "NUMPY_VALUE_TYPES", "library_impl", "is_numpy_value",
+    "NUMPY_VALUE_TYPES", "library_impl",
 ]
 
 #: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
@@ -66,7 +66,7 @@ class Library:
     wrapper where the library needs one) and the mapping between its dtypes
     and NumPy's, which fgrad's avals use."""
 
-    __slots__ = ("name", "xp", "blocks", "_to_numpy", "is_numpy_value")
+    __slots__ = ("name", "xp", "blocks", "_to_numpy", "_from_numpy")
 
     def __init__(self, name: str, xp: Any, blocks: Callable[..., Any] | None = None) -> None:
         self.name = name
@@ -74,23 +74,23 @@ class Library:
         #: `blocks(fn, *args, dtype=...)`: `fn` (a NumPy function) applied to each
         #: block of the broadcast arguments, lazily; None for a library without blocks.
         self.blocks = blocks
-        self.is_numpy_value: dict[np.dtype, Any] = {}
+        self._from_numpy: dict[np.dtype, Any] = {}
         self._to_numpy: dict[Any, np.dtype] = {}
         for dtype_name in _NUMPY_DTYPE_NAMES:
             theirs = getattr(xp, dtype_name, None)
             if theirs is not None:
-                self.is_numpy_value[np.dtype(dtype_name)] = theirs
+                self._from_numpy[np.dtype(dtype_name)] = theirs
                 self._to_numpy[theirs] = np.dtype(dtype_name)
 
     def dtype(self, dtype: Any) -> Any:
         """The library's dtype for a NumPy dtype; TypeError when it has none."""
         dtype = np.dtype(dtype)
         try:
-            return self.is_numpy_value[dtype]
+            return self._from_numpy[dtype]
         except KeyError:
             raise TypeError(
                 f"{self.name} has no dtype {dtype.name}: fgrad cannot compute this on its arrays. Use "
-                f"one of {', '.join(d.name for d in self.is_numpy_value)}."
+                f"one of {', '.join(d.name for d in self._from_numpy)}."
             ) from None
 
     def numpy_dtype(self, dtype: Any) -> np.dtype:
@@ -108,6 +108,14 @@ class Library:
         if is_library_array(x):
             return x if theirs is None or x.dtype == theirs else xp.astype(x, theirs)
         return xp.asarray(x, dtype=theirs)
+
+    def take_in(self, x: Any) -> Any:
+        """`x` as an array of the library if it is a NumPy array or scalar (but
+        not a loop's tape, an object array of lists of steps); anything else
+        (the library's arrays, Python numbers, tracers) as it is."""
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype != object:
+            return self.asarray(x)
+        return x
 
     def __repr__(self) -> str:
         return f"Library({self.name})"
@@ -209,13 +217,7 @@ class LibraryTrace(Trace):
         lib = self.library
         avals = tuple(get_aval(a) for a in args)
         fn = library_impl(prim, lib, avals, params)
-        return fn(*(lib.asarray(a) if is_numpy_value(a) else a for a in args))
-
-
-def is_numpy_value(x: Any) -> bool:
-    """Whether `x` is a NumPy value to move into the library: any NumPy array or
-    scalar but a loop's tape (an object array of lists of steps)."""
-    return isinstance(x, (np.ndarray, np.generic)) and x.dtype != object
+        return fn(*map(lib.take_in, args))
 
 
 def library_impl(

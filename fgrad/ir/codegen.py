@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.libraries import Library, LibraryTrace, is_numpy_value, library_impl
+from ..core.libraries import Library, LibraryTrace, library_impl
 from ..core.rules import block_rules, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
@@ -160,7 +160,7 @@ def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
         return [v2]
     """
     jaxpr = closed.jaxpr
-    namespace: dict[str, Any] = {"to_library": lambda x: library.asarray(x) if is_numpy_value(x) else x}
+    namespace: dict[str, Any] = {"to_library": library.take_in}
     names: dict[Var, str] = {}
 
     def name(v: Var) -> str:
@@ -173,12 +173,12 @@ def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
         if isinstance(a, Var):
             return name(a)
         # A Python number stays one (weakly typed, as the rules expect).
-        namespace[f"k{i}_{k}"] = library.asarray(a.val) if is_numpy_value(a.val) else a.val
+        namespace[f"k{i}_{k}"] = library.take_in(a.val)
         return f"k{i}_{k}"
 
     constants = set(jaxpr.constvars)  # globals of the function: never deleted
     for v, c in zip(jaxpr.constvars, closed.consts):
-        namespace[name(v)] = library.asarray(c) if is_numpy_value(c) else c
+        namespace[name(v)] = library.take_in(c)
     params = ", ".join(name(v) for v in jaxpr.invars)
     lines = [f"def jitted({params}):", *(f"    {name(v)} = to_library({name(v)})" for v in jaxpr.invars)]
     release = last_uses(jaxpr)
