@@ -136,17 +136,36 @@ def test_searchsorted_errors():
         fgrad.make_jaxpr(lambda v: fnp.searchsorted(np.ones((2, 2)), v))(1.0)
 
 
+def assert_partitioned(out, x, kth, axis):
+    """`out` is a partition of `x` at `kth` along `axis`: a rearrangement of each line with the sorted
+    values at the kth positions, none larger before one and none smaller after it. Which order the
+    elements within each part take is NumPy's implementation's choice, not part of the contract."""
+    if axis is None:
+        x, out, axis = x.ravel(), np.asarray(out).ravel(), 0
+    out, expected = np.moveaxis(out, axis, -1), np.sort(np.moveaxis(x, axis, -1), axis=-1)
+    np.testing.assert_array_equal(np.sort(out, axis=-1), expected)
+    n = out.shape[-1]
+    for k in np.atleast_1d(kth) % n:
+        np.testing.assert_array_equal(out[..., k], expected[..., k])
+        assert np.all(out[..., :k] <= out[..., k:k + 1]) and np.all(out[..., k + 1:] >= out[..., k:k + 1])
+
+
 @given(shape=hnp.array_shapes(min_dims=1, max_dims=3, max_side=6), seed=seeds, data=st.data())
-def test_partition_is_numpys_arrangement(shape, seed, data):
+def test_partition_and_argpartition_partition_as_numpys_do(shape, seed, data):
     x = np.round(values(shape, "real", seed), data.draw(st.integers(0, 2)))  # ties at times
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     n = x.size if axis is None else shape[axis]
     kth = data.draw(st.one_of(st.integers(-n, n - 1), st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
     out, tangent = fgrad.jvp(lambda x: fnp.partition(x, kth, axis=axis), (x,), (x,))
-    np.testing.assert_array_equal(out, np.partition(x, kth, axis=axis))
+    assert_partitioned(out, x, kth, axis)
     np.testing.assert_array_equal(tangent, out)  # the tangent moves with its value
     idx = fgrad.jvp(lambda x: fnp.argpartition(x, kth, axis=axis), (x,), (x,))[0]
-    np.testing.assert_array_equal(idx, np.argpartition(x, kth, axis=axis))
+    assert idx.dtype == np.argpartition(x, kth, axis=axis).dtype
+    line = x.ravel() if axis is None else x
+    positions = np.sort(idx, axis=-1 if axis is None else axis)  # each position once in each line
+    np.testing.assert_array_equal(positions, np.broadcast_to(
+        np.arange(n).reshape([-1 if a == (axis or 0) % line.ndim else 1 for a in range(line.ndim)]), line.shape))
+    assert_partitioned(np.take_along_axis(line, idx, axis=-1 if axis is None else axis), x, kth, axis)
     assume(distinct(x))
     check_grads(lambda x: fnp.partition(x, kth, axis=axis), (x,), order=2)
 
@@ -222,21 +241,42 @@ def test_median_of_nans_integers_and_empty_arrays_like_numpy():
     np.testing.assert_array_equal(g, [[0, 0, 0], [0, 0, 1]])
 
 
-def test_unique_of_concrete_values_has_no_derivative():
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=2, max_side=5), seed=seeds, axis=st.sampled_from([None, 0]))
+def test_unique_values_carry_the_derivative_of_the_elements_they_come_from(shape, seed, axis):
+    x = values(shape, "real", seed)
+    assume(distinct(x))
+
+    def f(x):
+        u = fnp.unique(x, axis=axis)
+        return fnp.sum(u**2 * np.cos(np.arange(u.size)).reshape(u.shape))  # each unique value weighted apart
+
+    np.testing.assert_array_equal(f(x), fgrad.jvp(f, (x,), (x,))[0])
+    check_grads(f, (x,), order=2)
+
+
+def test_unique_at_ties_takes_the_derivative_of_the_first_occurrence_as_jax_does():
+    x = np.array([2.0, 1.0, 2.0])
+    g = fgrad.grad(lambda x: fnp.sum(fnp.unique(x) * np.array([10.0, 100.0])))(x)
+    np.testing.assert_array_equal(g, [100.0, 10.0, 0.0])
+    g = fgrad.grad(lambda x: np.sum(np.unique(x ** 2)))(np.array([0.5, 1.5, 2.5]))  # plain NumPy's unique
+    np.testing.assert_allclose(g, [1.0, 3.0, 5.0])  # finite differences of sum(unique(x**2)) = sum(x**2)
+
+
+def test_unique_indices_inverse_and_counts_are_concrete_numpy_arrays():
     x = np.array([3.0, 1.0, 3.0, 2.0])
     seen = []
 
     def f(x):
-        values, counts = fnp.unique(x, return_counts=True)
-        seen.append((values, counts))
-        return fnp.sum(x * x)
+        values, index, inverse, counts = fnp.unique(x, return_index=True, return_inverse=True, return_counts=True)
+        seen.append((index, inverse, counts))
+        return fnp.sum(values * values)
 
-    fgrad.grad(f)(x)
-    fgrad.grad(fgrad.grad(lambda x: f(x)[()]))(1.0)  # nested: the value under both tracers
-    np.testing.assert_array_equal(seen[0][0], [1.0, 2.0, 3.0])
-    np.testing.assert_array_equal(seen[0][1], [1, 1, 2])
-    assert type(seen[0][0]) is np.ndarray
-    np.testing.assert_array_equal(seen[1][0], [1.0])
+    np.testing.assert_array_equal(fgrad.grad(f)(x), [6.0, 2.0, 0.0, 4.0])
+    fgrad.grad(fgrad.grad(lambda x: f(x[None])))(1.0)  # nested: the value under both tracers
+    for got, expected in zip(seen[0], np.unique(x, return_index=True, return_inverse=True, return_counts=True)[1:]):
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(seen[1][2], [1])
 
 
 @pytest.mark.parametrize("transform", [fgrad.make_jaxpr, fgrad.vmap])
