@@ -17,9 +17,11 @@ eig and eigvals always give complex results here (a static dtype): NumPy's
 real results, for real matrices whose eigenvalues are all real, are chosen
 by fgrad.numpy.linalg from the values.
 
-det's derivative is the adjugate, defined at singular matrices too; its
-second derivatives, slogdet's and qr's derivatives need invertible (full
-rank) matrices and raise a LinAlgError saying so. Derivatives of the
+det's derivative is the adjugate, and its second derivative the adjugate's
+derivative, both defined at singular matrices too (through the SVD, never an
+inverse); det's third derivatives are those of the SVD, which need distinct
+singular values. slogdet's and qr's derivatives need invertible (full rank)
+matrices and raise a LinAlgError saying so. Derivatives of the
 factorizations assume the generic case: distinct eigenvalues (eigh, eig:
 a diagonalizable matrix) and distinct, non-zero singular values (svd), and
 constant rank for pinv; otherwise they are inf or nan, as the mathematics
@@ -336,14 +338,43 @@ adjugate_p = _primitive("adjugate", _adjugate_impl, _same_shape_aval(np.linalg.i
 
 
 def _adjugate_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
-    # adj(a) = det(a) a^-1 gives d adj = adj tr(a^-1 da) - a^-1 da adj, where a
-    # is invertible; this is what second derivatives of det use.
+    # With a = U S V^H, a + da = U (S + E) V^H for E = U^H da V exactly, and
+    # adj(XY) = adj(Y) adj(X), adj(U) = det(U) U^H for unitary U, so
+    # d adj(a) = det(U) det(V^H) V d adj(S)[E] U^H. At a diagonal S,
+    # d adj(S)[E] is -E_ij P_ij off the diagonal and sum_k P_ik E_kk on it,
+    # P_ij the product of the singular values other than s_i and s_j. No
+    # inverse: this holds at singular matrices too, where det's second
+    # derivative needs it (det(a) a^-1 would be rounding error over zero).
     (a,), (da,) = primals, tangents
     ans = adjugate(a)
-    a_inv = _inverse_for(a, "second derivatives of det need an invertible matrix")
-    trace = linalg.stacked_einsum("...ij,...ji->...", a_inv, da)
-    trace = shapes.reshape(trace, new_shape=(*get_aval(trace).shape, 1, 1))
-    return ans, ew.sub(ew.mul(ans, trace), _mm(_mm(a_inv, da), ans))
+    n = get_aval(a).shape[-1]
+    if n == 0:
+        return ans, da
+    u, s, vh = svd(a, full_matrices=False)
+    scale = ew.mul(det(u), det(vh))
+    v, uh = _mH(vh), _mH(u)
+    e = _mm(_mm(uh, da), v)
+    eye = np.eye(n, dtype=bool)
+    rows = ew.where(eye, np.ones((), get_aval(s).dtype), _as_row(s))  # row i: s with s_i set to 1
+    others = ew.where(eye, np.zeros((), get_aval(s).dtype), _products_of_others_along_rows(rows))
+    others = _as_dtype_of(others, e)
+    diagonal = ew.mul(np.eye(n, dtype=get_aval(e).dtype), _mm(others, _as_column(_diagonal(e))))
+    d_adj_s = ew.sub(diagonal, ew.mul(e, others))
+    scale = shapes.reshape(scale, new_shape=(*get_aval(scale).shape, 1, 1))
+    return ans, ew.mul(_as_dtype_of(scale, e), _mm(_mm(v, d_adj_s), uh))
+
+
+def _products_of_others_along_rows(x: Any) -> Any:
+    """c[..., i] = prod over j != i of x[..., j], traced: the product of those before
+    times the product of those after, never a division (x may hold zeros)."""
+    shape = get_aval(x).shape
+    ones = np.ones((*shape[:-1], 1), get_aval(x).dtype)
+    axis = len(shape) - 1
+    all_but_last = indexing.getitem(x, idx=indexing.StaticIndex((Ellipsis, slice(None, -1))))
+    all_but_first = indexing.getitem(x, idx=indexing.StaticIndex((Ellipsis, slice(1, None))))
+    before = red.cumprod(shapes.concatenate(ones, all_but_last, axis=axis), axis=axis, reverse=False)
+    after = red.cumprod(shapes.concatenate(all_but_first, ones, axis=axis), axis=axis, reverse=True)
+    return ew.mul(before, after)
 
 
 jvp_rules[adjugate_p] = _adjugate_jvp

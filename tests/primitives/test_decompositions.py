@@ -291,8 +291,37 @@ def test_det_second_derivatives():
     np.testing.assert_allclose(h.reshape(4, 4), np.fliplr(np.diag([1.0, -1.0, -1.0, 1.0])), atol=1e-15)
     complex_a = a + 1j * with_singular_values((3, 3), 4)
     check_grads(LA.det, (complex_a,), order=2)
-    with pytest.raises(np.linalg.LinAlgError, match="second derivatives of det need an invertible matrix"):
-        fgrad.hessian(LA.det)(np.diag([1.0, 2.0, 0.0]))
+
+
+
+def cofactors(a):
+    """det's gradient by its definition: C_ij = (-1)^(i+j) det(a without row i and column j)."""
+    n = a.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(n)]
+                     for i in range(n)])
+
+
+@pytest.mark.parametrize("a", [
+    np.diag([1.0, 2.0, 0.0]),  # exactly singular
+    np.arange(9.0).reshape(3, 3),  # rank 2
+    np.outer([1.0, -2.0, 0.5, 3.0], [0.3, 1.0, -1.0, 2.0]),  # rank 1: the adjugate is 0, its derivative is not
+    np.eye(3),  # repeated singular values
+], ids=["diagonal", "rank2", "rank1", "identity"])
+def test_det_second_derivatives_at_singular_matrices(a):
+    # The cofactors are a polynomial of degree n - 1 <= 3: central differences with h = 1e-3 are exact
+    # to 1e-6 * (third derivative); the hessian is each cofactor's derivative in each entry.
+    h, n = 1e-3, a.shape[0]
+    expected = np.empty((n, n, n, n))
+    for k, l in np.ndindex(n, n):
+        e = np.zeros((n, n))
+        e[k, l] = h
+        expected[:, :, k, l] = (cofactors(a + e) - cofactors(a - e)) / (2 * h)
+    np.testing.assert_allclose(fgrad.hessian(LA.det)(a), expected, atol=1e-8)
+    np.testing.assert_allclose(fgrad.jacfwd(fgrad.grad(LA.det))(a), expected, atol=1e-8)
+    np.testing.assert_allclose(fgrad.jit(fgrad.hessian(LA.det))(a), expected, atol=1e-8)
+    stack = np.stack([a, a.T])
+    np.testing.assert_allclose(fgrad.vmap(fgrad.hessian(LA.det))(stack)[1],
+                               np.transpose(expected, (1, 0, 3, 2)), atol=1e-8)
 
 
 def test_slogdet_at_a_singular_matrix():
