@@ -1,5 +1,5 @@
 """Sorting and searching: sort, argsort, partition, argpartition, lexsort,
-searchsorted, median, and unique (on concrete values only).
+searchsorted, median, and unique (whose result's shape needs concrete values).
 
 sort's derivative permutes the tangent as the values are permuted; median's
 flows to the middle element, or half to each of the two middle ones. Index
@@ -21,7 +21,7 @@ from ..core.trace import EVAL_TRACE, Tracer, ctx
 from ..primitives import elementwise as ew
 from ..primitives import indexing, shapes, sorting
 from ..primitives import reductions as red
-from .indexing import static_index
+from .indexing import static_index, take
 from .operands import (
     Array,
     ArrayLike,
@@ -218,9 +218,11 @@ def median(a: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = Non
 
 def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True) -> Any:
-    """numpy.unique of concrete values: under grad, jvp or vjp, the unique values of
-    the primal, without a derivative; under make_jaxpr, jit or vmap an error,
-    since the shape of the result depends on the values.
+    """numpy.unique. Under grad, jvp or vjp the unique values are found from the
+    primal and taken from `ar` where each first occurs, so the derivative flows
+    to those elements (JAX's convention at ties); indices and counts have none.
+    Under make_jaxpr, jit or vmap it raises: the shape of the result depends on
+    the values.
 
     >>> unique([3.0, 1.0, 3.0])
     array([1., 3.])
@@ -228,14 +230,22 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
     if ctx.trace is EVAL_TRACE:
         return np.unique(ar, return_index=return_index, return_inverse=return_inverse,  # type: ignore[call-overload]
                          return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    ar = operand(ar)
     value = concrete_value(
-        operand(ar),
+        ar,
         "fgrad.numpy.unique needs concrete values: the shape of its result depends on them, but it got "
         "a traced {aval} value whose value is not known under `{transform}` (make_jaxpr, jit or vmap). "
         "Call it outside the transformed function, or on values that are not traced.",
     )
-    return np.unique(value, return_index=return_index, return_inverse=return_inverse,  # type: ignore[call-overload]
-                     return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    found = np.unique(value, return_index=True, return_inverse=return_inverse,  # type: ignore[call-overload]
+                      return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    first = found[1]
+    if isinstance(ar, Tracer):  # the values themselves, as elements of `ar`: differentiable
+        values = take(ar, first, axis=axis)
+    else:
+        values = found[0]
+    extra = ([first] if return_index else []) + list(found[2:])
+    return (values, *extra) if extra else values
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
