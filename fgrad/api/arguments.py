@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import get_aval
+from ..core.errors import ConcretizationTypeError
 from ..core.libraries import NUMPY_VALUE_TYPES, Library, is_library_array, library_of
 from ..core.trace import Tracer
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -86,7 +87,18 @@ def flatten_fun(
     store = OutStore()
 
     def flat_fun(*leaves: Any) -> Any:
-        out = fun(*tree_unflatten(in_tree, leaves))
+        try:
+            out = fun(*tree_unflatten(in_tree, leaves))
+        except ValueError as e:
+            # `y[0] = traced` into a NumPy array: NumPy asks float() of the value, and
+            # replaces fgrad's error with its own "setting an array element with a
+            # sequence"; fgrad's, which says what to write instead, comes first.
+            cause = e.__cause__
+            if isinstance(cause, ConcretizationTypeError) and "array element with a sequence" in str(e):
+                cause.args = ("y[i] = v wrote a traced value v into a NumPy array y, which NumPy does by "
+                              f"converting v to a plain number. {cause.args[0]}",)
+                raise cause.with_traceback(e.__traceback__) from None
+            raise
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(
