@@ -74,3 +74,59 @@ def test_a_numpy_function_fgrad_has_under_another_path_names_fgrads_function():
 
     message = str(_unsupported("the function", "linalg.solve"))
     assert "fgrad.numpy.linalg.solve exists: call it instead" in message
+
+
+# --- messages that name the fgrad function to use ------------------------------------
+
+
+def test_a_scipy_special_ufunc_on_a_traced_value_names_fgrads():
+    special = pytest.importorskip("scipy.special")
+    with pytest.raises(TypeError, match=r"^scipy\.special\.expit was called on a traced value.*"
+                                        r"Call fgrad\.scipy\.special\.expit instead"):
+        fgrad.grad(lambda x: np.sum(special.expit(x)))(np.ones(3))
+    with pytest.raises(TypeError, match=r"scipy\.special\.ellipk.*fgrad\.scipy\.special has no ellipk"):
+        fgrad.grad(lambda x: np.sum(special.ellipk(x)))(np.full(3, 0.5))
+
+
+def test_scipy_code_converting_a_traced_value_names_the_fgrad_module():
+    stats = pytest.importorskip("scipy.stats")
+    with pytest.raises(fgrad.TracerArrayConversionError,
+                       match=r"^scipy\.stats's logpdf was called on a traced value.*Use fgrad\.scipy\.stats "
+                             r"instead.*In detail: Conversion to a NumPy array"):
+        fgrad.grad(lambda x: np.sum(stats.norm.logpdf(x)))(np.ones(3))
+    with pytest.raises(fgrad.TracerArrayConversionError) as e:  # NumPy's own conversion: no SciPy hint
+        fgrad.grad(lambda x: np.sum(np.asarray(x)))(np.ones(3))
+    assert "scipy" not in str(e.value)
+
+
+@pytest.mark.parametrize("transform", [fgrad.grad, fgrad.jit, fgrad.vmap])
+def test_formatting_a_traced_value_points_to_debug_print(transform):
+    with pytest.raises(TypeError, match=r"The format '\.3f' asks for a number, but this is a traced value "
+                                        r"\(f64\[\].*fgrad\.debug\.print\(\"\{:\.3f\}\", x\)"):
+        transform(lambda x: (f"{x:.3f}", x * x)[1])(np.float64(1.0) if transform is not fgrad.vmap
+                                                     else np.ones(2))
+
+
+def test_printing_a_traced_value_says_how_to_see_its_value(capsys):
+    fgrad.grad(lambda x: (print(x), print(f"x = {x}"), x * x)[2])(1.0)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("JVPTracer<f64[]>(grad of <lambda>), a traced value: fgrad.debug.print")
+    assert printed[1].startswith("x = JVPTracer<f64[]>") and "fgrad.debug.print" in printed[1]
+    assert repr(fgrad.make_jaxpr(lambda x: x)(1.0)).startswith("{ lambda")  # repr of jaxprs unchanged
+
+
+def test_an_if_under_jit_suggests_where_cond_and_static_argnums():
+    with pytest.raises(ConcretizationTypeError) as e:
+        fgrad.jit(lambda x: x if x > 0 else -x)(1.0)
+    for fix in ("fgrad.numpy.where(cond, x, y)", "fgrad.lax.cond(pred, true_fun, false_fun", "static_argnums"):
+        assert fix in str(e.value)
+
+
+def test_an_if_under_vmap_names_the_batched_argument():
+    with pytest.raises(ConcretizationTypeError, match=r"It comes from the batched argument `b`\. .*"
+                                                      r"fgrad\.numpy\.where.*fgrad\.lax\.cond"):
+        fgrad.vmap(lambda a, b: a if b > 0 else -a, in_axes=(None, 0))(1.0, np.ones(3))
+    with pytest.raises(ConcretizationTypeError, match=r"one or more of the batched arguments `p\['u'\]`, `p\['v'\]`"):
+        fgrad.vmap(lambda p: p["u"] if p["u"] > 0 else p["v"])({"u": np.ones(3), "v": np.ones(3)})
+    with pytest.raises(ConcretizationTypeError, match=r"the batched arguments `x`, `scale`\."):  # keywords too
+        fgrad.vmap(lambda x, scale=1.0: x if scale > 0 else -x)(np.ones(3), scale=np.ones(3))

@@ -28,7 +28,7 @@ from .arguments import (
     to_output,
     with_args,
 )
-from .pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
+from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
 from .transformations import jvp, vjp
 
 __all__ = ["vmap", "jacfwd", "jacrev", "jacobian", "hessian"]
@@ -110,11 +110,18 @@ def vmap(
             return _broadcast_prefix(out_axes, store.tree, "out_axes")
 
         with on_library((), arguments_library(leaves)):
-            outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}")
+            outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}",
+                              lambda: _names(fun, args, kwargs, kw_names))
         assert store.tree is not None
         return tree_unflatten(store.tree, [to_output(x) for x in outs])
 
     return vmapped
+
+
+def _names(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], kw_names: list[str]) -> list[str]:
+    """A name for each leaf of the arguments, positional then keyword, for messages."""
+    names = leaf_names(fun, args, range(len(args)))
+    return names + [k + keystr(path) for k in kw_names for path, _ in tree_flatten_with_path(kwargs[k])[0]]
 
 
 def _batch_size(fun: Callable[..., Any], args: tuple[Any, ...], n_positional: int, kw_names: list[str],

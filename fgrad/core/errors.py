@@ -12,7 +12,10 @@ __all__ = [
     "TracerArrayConversionError",
     "missing_rule_error",
     "derivative_dropped_error",
+    "scipy_hint",
 ]
+
+import sys
 
 
 class ConcretizationTypeError(TypeError):
@@ -52,3 +55,22 @@ def missing_rule_error(primitive_name: str, rule: str, needed_by: str) -> NotImp
         f"be used there. Register one in the primitive's module (next to its definition), or "
         "rewrite the function with operations that support this transform."
     )
+
+
+def scipy_hint() -> str:
+    """Advice for a traced value that SciPy's own code met (scipy.stats.norm.logpdf(x)
+    converting it, a scipy.special ufunc called on it): the fgrad.scipy module of the same
+    name computes SciPy's values with derivatives. Empty when no SciPy code is running."""
+    frame = sys._getframe(1)
+    function = None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("scipy."):
+            function = frame.f_code.co_name  # the outermost SciPy function is the one the user called
+            public = ".".join(part for part in module.split(".")[:2])
+        frame = frame.f_back  # type: ignore[assignment]
+    if function is None:
+        return ""
+    return (f"{public}'s {function} was called on a traced value, and SciPy computes on plain arrays. "
+            f"Use fgrad.{public} instead (import fgrad.{public}), which has SciPy's names and values and "
+            "fgrad's derivatives.")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .avals import ShapedArray
-from .errors import TracerArrayConversionError, UnexpectedTracerError
+from .errors import TracerArrayConversionError, UnexpectedTracerError, scipy_hint
 
 __all__ = [
     "Primitive",
@@ -364,7 +364,11 @@ class Tracer:
         # __float__) and the other scalar types, and `y[...] = x` into an array.
         if self._trace.dead or self._trace.thread != get_ident():
             raise escaped_tracer_error(self)
-        raise self.conversion_error(_NUMPY_CONVERSION)
+        error = self.conversion_error(_NUMPY_CONVERSION)
+        hint = scipy_hint()
+        if hint:
+            error.args = (f"{hint} In detail: {error.args[0]}",)
+        raise error
 
     def conversion_error(self, conversion: str) -> TypeError:
         """The error for handing this value to NumPy as a plain array or number
@@ -475,3 +479,19 @@ class Tracer:
     def __repr__(self) -> str:
         state = ", dead" if self._trace.dead else ""
         return f"{type(self).__name__}<{self.aval.str_short()}>({self._trace.transform}{state})"
+
+    def __str__(self) -> str:
+        # print(x) inside a transformed function: say how to see the value itself.
+        return (f"{self!r}, a traced value: fgrad.debug.print(\"{{}}\", x) prints its value "
+                "each time the computation runs")
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        raise TypeError(
+            f"The format {spec!r} asks for a number, but this is a traced value "
+            f"({self.aval.str_short()}, traced by `{self._trace.transform}`), which Python cannot "
+            f"format. To see its value as it is computed, write fgrad.debug.print(\"{{:{spec}}}\", x) "
+            "(or fgrad.debug.print(\"{x:" + spec + "}\", x=x)); or return the value and format it "
+            "after the transformation."
+        )

@@ -166,6 +166,8 @@ class StagingTrace(Trace):
             "its shape and dtype, not its value.\n"
             "To fix this, do one of:\n"
             "  - select between values with fgrad.numpy.where(cond, x, y) instead of `if`;\n"
+            "  - branch with fgrad.lax.cond(pred, true_fun, false_fun, *operands), or loop with "
+            "fgrad.lax.while_loop / fori_loop, which trace both ways and decide when the function runs;\n"
             "  - compute the condition from values that are not traced (close over them, or "
             "pass them through functools.partial);\n"
             f"  - {self.advice}"

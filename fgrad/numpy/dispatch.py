@@ -3,6 +3,7 @@ calls: fills `core.trace.array_ops`, which `Tracer` consults."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -141,11 +142,29 @@ def _unsupported(kind: str, name: str) -> TypeError:
     )
 
 
+def _scipy_special_ufunc(ufunc: Any) -> TypeError | None:
+    """The error for a ufunc of scipy.special called on a traced value, naming fgrad's."""
+    special = sys.modules.get("scipy.special")
+    name = ufunc.__name__
+    if special is None or getattr(special, name, None) is not ufunc:
+        return None
+    import fgrad.scipy.special
+
+    if hasattr(fgrad.scipy.special, name):
+        advice = (f"Call fgrad.scipy.special.{name} instead (import fgrad.scipy.special), which has "
+                  "SciPy's values and fgrad's derivatives.")
+    else:
+        advice = (f"fgrad.scipy.special has no {name}: rewrite it with functions fgrad.scipy.special "
+                  "or fgrad.numpy have.")
+    return TypeError(f"scipy.special.{name} was called on a traced value, and SciPy's ufuncs compute on "
+                     f"plain arrays only. {advice}")
+
+
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     fn = _UFUNCS.get(ufunc)
     if fn is None or method != "__call__":
         name = ufunc.__name__ + ("" if method == "__call__" else f".{method}")
-        raise _unsupported("the ufunc", name)
+        raise _scipy_special_ufunc(ufunc) or _unsupported("the ufunc", name)
     if any(v is not None for k, v in kwargs.items() if k != "out") or kwargs.get("out"):
         raise TypeError(
             f"numpy.{ufunc.__name__} was called on a traced value with arguments "

@@ -49,22 +49,35 @@ class BatchTracer(Tracer):
 
     def concrete_value(self, conversion: str) -> Any:
         use = "an `if`, `while`, `and`, `or`, `not` or bool()" if conversion == "bool" else f"{conversion}()"
+        names = self._trace.batched_names()
+        if names:
+            many = len(names) > 1
+            origin = (f" It comes from {'one or more of ' if many else ''}the batched argument{'s' if many else ''} "
+                      f"{', '.join(f'`{n}`' for n in names)}.")
+        else:
+            origin = ""
         raise ConcretizationTypeError(
             f"A batched value ({self.aval.str_short()} per example, traced by "
             f"`{self._trace.transform}`) was used where Python needs one concrete value "
-            f"({use}). "
+            f"({use}).{origin} "
             "Under vmap it holds one value per example, and each example may need a different "
             "branch. Compute both branches and select with fgrad.numpy.where(cond, x, y), or "
-            "move the decision outside the vmapped function."
+            "branch with fgrad.lax.cond(pred, true_fun, false_fun, *operands), which vmap turns "
+            "into a selection; or move the decision outside the vmapped function, or leave the "
+            "value out of the mapped arguments (in_axes=None)."
         )
 
 
 class BatchTrace(Trace):
-    __slots__ = ("axis_size",)
+    """`batched_names()` names the mapped arguments, for messages (asked only then)."""
 
-    def __init__(self, parent: Trace, transform: str, axis_size: int) -> None:
+    __slots__ = ("axis_size", "batched_names")
+
+    def __init__(self, parent: Trace, transform: str, axis_size: int,
+                 batched_names: Callable[[], list[str]] = list) -> None:
         super().__init__(parent, transform)
         self.axis_size = axis_size
+        self.batched_names = batched_names
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         vals = list(args)
@@ -162,12 +175,18 @@ def batch_flat(
     out_dims: Callable[[], Sequence[int | None]],
     axis_size: int,
     transform: str = "vmap",
+    arg_names: Callable[[], list[str]] = list,
 ) -> list[Any]:
     """Run `fun` on batches: `args[i]` holds the examples along `in_dims[i]`
     (None: the same for all). Outputs come back with their examples along
     `out_dims()` (asked for after `fun` has run, when the output's structure is
-    known; None: an output that must not vary across examples)."""
-    trace = BatchTrace(ctx.trace, transform, axis_size)
+    known; None: an output that must not vary across examples). `arg_names()`
+    names each of `args`, for messages."""
+
+    def batched_names() -> list[str]:
+        return [name for name, d in zip(arg_names(), in_dims) if d is not None]
+
+    trace = BatchTrace(ctx.trace, transform, axis_size, batched_names)
     with tracing(trace):
         ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
         outs = fun(*ins)
