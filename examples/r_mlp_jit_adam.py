@@ -53,7 +53,8 @@ for step in range(1001):
     params, state = opt.update(grads, state, params)
 print(f"the noise alone has mse 0.05^2 = {0.05**2:.5f}; var(y) = {np.var(ys):.5f}")
 jitted, eager = value_and_grad(params)[1], fgrad.value_and_grad(loss)(params)[1]
-print(f"max |jit - eager| over the gradient's leaves: {max(np.abs(jitted[k] - eager[k]).max() for k in eager):.1e}")
+diff = max(np.abs(jitted[k] - eager[k]).max() for k in eager)
+print(f"max |jit - eager| over the gradient's leaves: {diff:.1e}")
 
 if plt is None:
     print(f"\n{'step':>5} {'mse':>9}")
