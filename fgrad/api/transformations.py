@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
+from ..core.fp_warnings import user_warnings
 from ..core.libraries import Library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
@@ -119,7 +120,7 @@ def _vjp_fn(
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         lib = _library_for(library, tree_flatten(cotangent)[0])
-        with on_library((), lib):
+        with on_library((), lib), user_warnings():
             return _pull_back(linear, in_tree, out_tree, cotangent, lib)
 
     return vjp_fn
@@ -149,7 +150,7 @@ def _linearize(
     leaves = [to_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library(leaves)
-    with on_library((), library):
+    with on_library((), library), user_warnings():
         leaves = _in_library(leaves, library)
         outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
     assert store.tree is not None
@@ -253,10 +254,11 @@ def value_and_grad(
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         library = arguments_library(args, kwargs)
-        if library is None:  # NumPy: every gradient call comes here, without a context to enter
-            outs, aux, g = _grad_pass(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic, None)
+        if library is None:  # NumPy: every gradient call comes here, without a library to enter
+            with user_warnings():
+                outs, aux, g = _grad_pass(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic, None)
         else:
-            with on_library((), library):
+            with on_library((), library), user_warnings():
                 ins = _in_library(leaves, library)
                 outs, aux, g = _grad_pass(fun, flat_fun, ins, in_tree, store, has_aux, holomorphic, library)
         g = g[0] if isinstance(argnums, int) else tuple(g)
@@ -334,7 +336,7 @@ def jvp(
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library([*leaves, *t_leaves])
-    with on_library((), library):
+    with on_library((), library), user_warnings():
         leaves, t_leaves = _in_library(leaves, library), _in_library(t_leaves, library)
         outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
         assert store.tree is not None
@@ -368,7 +370,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
         t_in = _check_tangents(in_leaves, in_tree, tangents, "tangents")
         jaxpr = linear.jaxpr
         lib = _library_for(library, t_in)
-        with on_library((), lib):
+        with on_library((), lib), user_warnings():
             filled = [_zeros(a) if t is None else t for t, a in zip(_in_library(t_in, lib), linear.in_avals)]
             t_nonzero = iter(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *filled))
             t_outs = [next(t_nonzero) if nz else None for nz in linear.nonzero_outputs]

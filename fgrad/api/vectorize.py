@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
+from ..core.fp_warnings import user_warnings
 from ..core.libraries import current_library, on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
@@ -109,7 +110,7 @@ def vmap(
             assert store.tree is not None
             return _broadcast_prefix(out_axes, store.tree, "out_axes")
 
-        with on_library((), arguments_library(leaves)):
+        with on_library((), arguments_library(leaves)), user_warnings():
             outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}",
                               lambda: _names(fun, args, kwargs, kw_names))
         assert store.tree is not None
@@ -118,7 +119,8 @@ def vmap(
     return vmapped
 
 
-def _names(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], kw_names: list[str]) -> list[str]:
+def _names(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+           kw_names: list[str]) -> list[str]:
     """A name for each leaf of the arguments, positional then keyword, for messages."""
     names = leaf_names(fun, args, range(len(args)))
     return names + [k + keystr(path) for k in kw_names for path, _ in tree_flatten_with_path(kwargs[k])[0]]

@@ -240,10 +240,8 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
     found = np.unique(value, return_index=True, return_inverse=return_inverse,  # type: ignore[call-overload]
                       return_counts=return_counts, axis=axis, equal_nan=equal_nan)
     first = found[1]
-    if isinstance(ar, Tracer):  # the values themselves, as elements of `ar`: differentiable
-        values = take(ar, first, axis=axis)
-    else:
-        values = found[0]
+    # the values themselves, as elements of `ar`: differentiable
+    values = take(ar, first, axis=axis) if isinstance(ar, Tracer) else found[0]
     extra = ([first] if return_index else []) + list(found[2:])
     return (values, *extra) if extra else values
 

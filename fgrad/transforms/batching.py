@@ -34,6 +34,7 @@ __all__ = ["BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr"]
 
 class BatchTracer(Tracer):
     __slots__ = ("val", "batch_dim")
+    _trace: BatchTrace
 
     def __init__(self, trace: BatchTrace, val: Any, batch_dim: int) -> None:
         self._trace = trace
@@ -52,8 +53,8 @@ class BatchTracer(Tracer):
         names = self._trace.batched_names()
         if names:
             many = len(names) > 1
-            origin = (f" It comes from {'one or more of ' if many else ''}the batched argument{'s' if many else ''} "
-                      f"{', '.join(f'`{n}`' for n in names)}.")
+            origin = (f" It comes from {'one or more of ' if many else ''}the batched "
+                      f"argument{'s' if many else ''} {', '.join(f'`{n}`' for n in names)}.")
         else:
             origin = ""
         raise ConcretizationTypeError(

@@ -312,10 +312,10 @@ def test_det_second_derivatives_at_singular_matrices(a):
     # to 1e-6 * (third derivative); the hessian is each cofactor's derivative in each entry.
     h, n = 1e-3, a.shape[0]
     expected = np.empty((n, n, n, n))
-    for k, l in np.ndindex(n, n):
+    for k, m in np.ndindex(n, n):
         e = np.zeros((n, n))
-        e[k, l] = h
-        expected[:, :, k, l] = (cofactors(a + e) - cofactors(a - e)) / (2 * h)
+        e[k, m] = h
+        expected[:, :, k, m] = (cofactors(a + e) - cofactors(a - e)) / (2 * h)
     np.testing.assert_allclose(fgrad.hessian(LA.det)(a), expected, atol=1e-8)
     np.testing.assert_allclose(fgrad.jacfwd(fgrad.grad(LA.det))(a), expected, atol=1e-8)
     np.testing.assert_allclose(fgrad.jit(fgrad.hessian(LA.det))(a), expected, atol=1e-8)

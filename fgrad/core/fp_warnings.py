@@ -1,0 +1,139 @@
+"""NumPy's floating-point warnings ("invalid value encountered in log") from
+the user's line, not from fgrad's.
+
+NumPy warns from the innermost Python frame, which under a transform is
+fgrad's: a primitive's implementation, `bind`, or the code jit generated.
+Every warning of a kind would then come from one place in fgrad, and
+Python's default filter shows a warning once per place: the second `log` of
+a negative number anywhere would be silent. So while a transformed function
+runs, `user_warnings()` turns NumPy's "warn" into "call" (NumPy's errstate,
+per thread and per context, and only where the user left "warn"), and the
+handler re-issues the warning from the first frame outside fgrad, NumPy and
+SciPy, naming the operation: the primitive being computed, or the NumPy
+function a line of generated code calls.
+
+This module knows primitives only as objects with a `name` found among a
+frame's locals; it imports nothing of fgrad's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import linecache
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["user_warnings", "reissue"]
+
+# NumPy >= 2 keeps its error state in a context variable: set it directly, at a quarter of
+# np.errstate's cost (a jitted call pays it). A NumPy without one gets np.errstate.
+_umath: Any = importlib.import_module("numpy._core.umath")
+_extobj_contextvar: Any = getattr(_umath, "_extobj_contextvar", None)
+
+_MODES = ("divide", "over", "under", "invalid")
+_GENERATED = "<fgrad"  # the file name of every function jit generates
+_CALLED = re.compile(r"\b(?:np|math|numpy)\.(\w+)\(|= (\w+)\(")
+
+
+def _outside(frame: FrameType) -> bool:
+    """Whether `frame` runs the user's code: not fgrad's, NumPy's or SciPy's."""
+    if frame.f_code.co_filename.startswith(_GENERATED):
+        return False
+    module = frame.f_globals.get("__name__") or ""
+    return not module.startswith(("fgrad.", "numpy", "scipy")) and module != "fgrad"
+
+
+def _operation(frame: FrameType) -> str | None:
+    """The operation an fgrad frame is computing: a primitive among its locals,
+    or the function a line of generated code calls."""
+    filename = frame.f_code.co_filename
+    if filename.startswith(_GENERATED):
+        found = _CALLED.search(linecache.getline(filename, frame.f_lineno))
+        return (found.group(1) or found.group(2)) if found else None
+    local = frame.f_locals
+    for name in ("prim", "self", "primitive"):
+        candidate = local.get(name)
+        if candidate is not None and type(candidate).__name__ == "Primitive":
+            return str(candidate.name)
+    return None
+
+
+def reissue(kind: str, flag: int) -> None:
+    """NumPy's "call" handler: warn `kind` ("invalid value", "divide by zero", ...)
+    as NumPy would, from the user's frame."""
+    frame: FrameType | None = sys._getframe(1)
+    operation = derivative_of = None
+    while frame is not None and not _outside(frame):
+        if derivative_of is None:
+            # An operation further out whose rule is running (a jvp rule computing log's 1/x),
+            # or a backward pass's equation, which says whose derivative it belongs to.
+            found = _operation(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
+            if operation is None:
+                operation = found
+            elif found != operation:
+                derivative_of = found
+        frame = frame.f_back
+    message = f"{kind} encountered" + (f" in {operation}" if operation else "")
+    if derivative_of:
+        message += f" (in the derivative of {derivative_of})"
+    if frame is None:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"), registry=registry)
+
+
+class _Switch:
+    """Sets NumPy's error state to the handler's for one `with` block: the state
+    in force, with each "warn" made "call", found once per state (a small cache)."""
+
+    __slots__ = ("token",)
+    _ours: dict[Any, Any] = {}  # the state in force -> the state to set (None: leave it)
+
+    def __enter__(self) -> None:
+        assert _extobj_contextvar is not None
+        current = _extobj_contextvar.get()
+        ours = self._ours
+        state = ours.get(current, 0)
+        if state == 0:
+            state = ours[current] = _ours_for(current)
+            if state is not None:
+                ours[state] = None  # already ours: nested blocks leave it
+            if len(ours) > 256:  # states made by a user's errstate in a loop: forget them
+                ours.clear()
+        self.token = None if state is None else _extobj_contextvar.set(state)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _extobj_contextvar.reset(self.token)
+
+
+def _ours_for(current: Any) -> Any:
+    settings: dict[str, Any] = _umath._get_extobj_dict()
+    modes = {k: settings[k] for k in _MODES}
+    if "warn" not in modes.values() or any(m in ("call", "log") for m in modes.values()):
+        return None  # nothing to re-issue, or the user's own handler: leave it
+    return _umath._make_extobj(call=reissue, bufsize=settings["bufsize"],
+                        **{k: "call" if m == "warn" else m for k, m in modes.items()})
+
+
+def _errstate_switch() -> AbstractContextManager[Any]:
+    modes: dict[str, Any] = dict(np.geterr())
+    if "warn" not in modes.values() or any(m in ("call", "log") for m in modes.values()):
+        return nullcontext()
+    return np.errstate(call=reissue, **{k: "call" if m == "warn" else m for k, m in modes.items()})
+
+
+user_warnings: Callable[[], AbstractContextManager[Any]] = (
+    _Switch if _extobj_contextvar is not None else _errstate_switch
+)
+"""`with user_warnings():` around work that runs the user's function or its
+transform: NumPy's warnings inside come from the user's line."""
