@@ -1,11 +1,13 @@
 """fgrad.optim: each optimizer against a hand computation of PyTorch's update rule,
 on scalars, arrays, pytrees and complex parameters (|g|^2, optax's convention);
 no mutation; states are pytrees; float32 stays float32; losses go down; optimizer
-steps under fgrad's transformations; and, when PyTorch is installed, against
-torch.optim itself (the only tests that need it)."""
+steps under fgrad's transformations; and against torch.optim's trajectories, recorded in
+tests/data/torch_optim.json by tests/record_torch_optim.py, and, when PyTorch is installed,
+against torch.optim itself and the script's recording now (the only tests that need it)."""
 
 import copy
 import io
+import json
 
 import numpy as np
 import pytest
@@ -14,6 +16,18 @@ import fgrad
 import fgrad.numpy as fnp
 import fgrad.optim as optim
 from fgrad.tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+from tests.optim_cases import (
+    CASE_IDS,
+    RECORDED,
+    STEPS,
+    TORCH_SEED,
+    case_id,
+    example_params,
+    random_like,
+    torch_problem,
+    torch_trajectory,
+)
+from tests.optim_cases import CASES as OPTIM_CASES
 
 # --- hand computations: PyTorch's formulas for one array, over a sequence of gradients ---
 # Squared gradients are |g|^2, so the same formulas hold for complex arrays (optax's convention).
@@ -104,57 +118,11 @@ def ref_asgd(p, grads, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, 
     return out
 
 
-CASES = [
-    (optim.sgd, ref_sgd, dict(lr=0.1)),
-    (optim.sgd, ref_sgd, dict(lr=0.1, momentum=0.9)),
-    (optim.sgd, ref_sgd, dict(lr=0.05, momentum=0.9, dampening=0.3)),
-    (optim.sgd, ref_sgd, dict(lr=0.05, momentum=0.8, nesterov=True)),
-    (optim.sgd, ref_sgd, dict(lr=0.05, momentum=0.5, weight_decay=0.1)),
-    (optim.sgd, ref_sgd, dict(lr=0.05, weight_decay=0.2)),
-    (optim.adam, ref_adam, dict()),
-    (optim.adam, ref_adam, dict(lr=0.1)),
-    (optim.adam, ref_adam, dict(lr=0.05, amsgrad=True)),
-    (optim.adam, ref_adam, dict(lr=0.05, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1)),
-    (optim.adam, ref_adam, dict(lr=0.05, weight_decay=0.1, amsgrad=True)),
-    (optim.adamw, ref_adamw, dict()),
-    (optim.adamw, ref_adamw, dict(lr=0.1, weight_decay=0.5)),
-    (optim.adamw, ref_adamw, dict(lr=0.05, betas=(0.5, 0.6), amsgrad=True)),
-    (optim.adamw, ref_adamw, dict(lr=0.05, weight_decay=0)),
-    (optim.rmsprop, ref_rmsprop, dict()),
-    (optim.rmsprop, ref_rmsprop, dict(lr=0.05, alpha=0.9)),
-    (optim.rmsprop, ref_rmsprop, dict(centered=True)),
-    (optim.rmsprop, ref_rmsprop, dict(momentum=0.9)),
-    (optim.rmsprop, ref_rmsprop, dict(lr=0.03, centered=True, momentum=0.5, weight_decay=0.1, eps=1e-4)),
-    (optim.adagrad, ref_adagrad, dict()),
-    (optim.adagrad, ref_adagrad, dict(lr=0.1, lr_decay=0.5)),
-    (optim.adagrad, ref_adagrad, dict(lr=0.1, initial_accumulator_value=0.5, weight_decay=0.1)),
-    (optim.adagrad, ref_adagrad, dict(lr=0.1, eps=1e-2)),
-    (optim.asgd, ref_asgd, dict()),
-    (optim.asgd, ref_asgd, dict(lr=0.05, t0=2)),
-    (optim.asgd, ref_asgd, dict(lr=0.1, lambd=0.05, alpha=0.5, t0=0, weight_decay=0.1)),
-]
-CASE_IDS = [f"{make.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}" for make, _, kw in CASES]
-
-STEPS = 4
-
-
-def example_params(kind, rng):
-    if kind == "scalar":
-        return 0.7
-    if kind == "array":
-        return rng.standard_normal((2, 3))
-    if kind == "complex":
-        return {"z": rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3)),
-                "rest": [0.3 - 0.4j, rng.standard_normal(2)]}
-    return {"w": rng.standard_normal((3, 2)), "b": [rng.standard_normal(3), (0.5, rng.standard_normal(()))]}
-
-
-def random_like(tree, rng):
-    def like(p):
-        g = rng.standard_normal(np.shape(p))
-        return g + 1j * rng.standard_normal(np.shape(p)) if np.iscomplexobj(p) else g
-
-    return tree_map(like, tree)
+# The cases (tests/optim_cases.py, shared with the recording of PyTorch's trajectories), each
+# with its optimizer and the hand computation of its update rule.
+REFS = {"sgd": ref_sgd, "adam": ref_adam, "adamw": ref_adamw, "rmsprop": ref_rmsprop, "adagrad": ref_adagrad,
+        "asgd": ref_asgd}
+CASES = [(getattr(optim, name), REFS[name], kwargs) for name, kwargs in OPTIM_CASES]
 
 
 def run(opt, params, grads_seq):
@@ -578,32 +546,89 @@ def test_grads_must_match_the_params():
         opt.update({"w": np.ones(2)}, opt.init(params), params)
 
 
-# --- against PyTorch, when it is installed -------------------------------------------
+# --- against PyTorch: its recorded trajectories, and torch.optim itself when installed ---
+# tests/data/torch_optim.json holds torch.optim's iterates of every case, recorded by
+# tests/record_torch_optim.py; only the tests that compare the file with PyTorch need it.
 
-TORCH_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "adagrad": "Adagrad",
-               "asgd": "ASGD"}
+TOLERANCE = dict(rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return json.loads(RECORDED.read_text())
+
+
+def recorded_problem(recording):
+    """The recorded parameters and gradients, in the pytree structure of torch_problem()."""
+    template, treedef = tree_flatten(torch_problem()[0])
+
+    def unflatten(values):
+        assert len(values) == len(template)
+        return tree_unflatten(treedef, [float(v) if isinstance(t, float) else np.array(v, float)
+                                        for v, t in zip(values, template)])
+
+    return unflatten(recording["params"]), [unflatten(step) for step in recording["grads"]]
+
+
+def assert_same_trajectory(got, expected):
+    assert len(got) == len(expected) == STEPS
+    for mine, theirs in zip(got, expected):
+        assert len(tree_leaves(mine)) == len(theirs)
+        for a, b in zip(tree_leaves(mine), theirs):
+            np.testing.assert_allclose(a, np.asarray(b, float), **TOLERANCE)
+
+
+def test_recording_covers_every_case(recorded):
+    missing = sorted(set(CASE_IDS) - set(recorded["cases"]))
+    stale = sorted(set(recorded["cases"]) - set(CASE_IDS))
+    assert not missing and not stale, (
+        f"{RECORDED.name} has no trajectory of the cases {missing} and has one of {stale}, no longer "
+        "cases: run `python -m tests.record_torch_optim` with PyTorch installed, and commit the file")
+    assert recorded["steps"] == STEPS and recorded["seed"] == TORCH_SEED
+
+
+def test_recorded_problem_is_the_one_the_cases_run_on(recorded):
+    # The seeded generation still gives the recorded inputs, bit for bit; the recorded-trajectory
+    # tests run on the recorded ones, so that they hold even if NumPy's random streams change.
+    generated, recorded_inputs = tree_leaves(torch_problem()), tree_leaves(recorded_problem(recorded))
+    assert len(generated) == len(recorded_inputs)
+    for a, b in zip(generated, recorded_inputs):
+        np.testing.assert_array_equal(a, b, strict=True)
+
+
+@pytest.mark.parametrize("make, _ref, kwargs", CASES, ids=CASE_IDS)
+def test_matches_recorded_torch_optim(make, _ref, kwargs, recorded):
+    key = case_id(make.__name__, kwargs)
+    assert key in recorded["cases"], f"no recorded trajectory of {key}: run `python -m tests.record_torch_optim`"
+    params, grads_seq = recorded_problem(recorded)
+    got, _ = run(make(**kwargs), params, grads_seq)
+    assert_same_trajectory(got, recorded["cases"][key])
 
 
 @pytest.mark.parametrize("make, _ref, kwargs", CASES, ids=CASE_IDS)
 def test_matches_torch_optim(make, _ref, kwargs):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(4)
-    params = example_params("pytree", rng)
-    grads_seq = [random_like(params, rng) for _ in range(STEPS)]
+    pytest.importorskip("torch")
+    params, grads_seq = torch_problem()
     got, _ = run(make(**kwargs), params, grads_seq)
-
     leaves, treedef = tree_flatten(params)
-    tensors = [torch.tensor(np.asarray(p, float), dtype=torch.float64, requires_grad=True) for p in leaves]
-    torch_opt = getattr(torch.optim, TORCH_NAMES[make.__name__])(tensors, **kwargs)
-    # torch keeps scalar state (ASGD's eta and mu) in its default dtype: make that float64 too.
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        for step, grads in enumerate(grads_seq):
-            for t, g in zip(tensors, treedef.flatten_up_to(grads)):
-                t.grad = torch.tensor(np.asarray(g, float), dtype=torch.float64)
-            torch_opt.step()
-            for t, mine in zip(tensors, tree_leaves(got[step])):
-                np.testing.assert_allclose(mine, t.detach().numpy(), rtol=1e-10, atol=1e-12)
-    finally:
-        torch.set_default_dtype(previous)
+    expected = torch_trajectory(make.__name__, kwargs, leaves, [treedef.flatten_up_to(g) for g in grads_seq])
+    assert_same_trajectory(got, expected)
+
+
+def test_recording_is_what_the_script_records(recorded):
+    pytest.importorskip("torch")
+    from tests.record_torch_optim import dumps, record
+
+    now = record()
+    assert json.loads(dumps(now)) == now  # the file's text reads back as the recording
+    if now["torch_version"] == recorded["torch_version"]:
+        assert dumps(now) == RECORDED.read_text(), (
+            f"{RECORDED.name} is not what tests/record_torch_optim.py records: run it and commit the file")
+    # Another PyTorch may round differently in the last bits: everything else must be equal.
+    assert {k: v for k, v in now.items() if k not in ("torch_version", "cases")} == {
+        k: v for k, v in recorded.items() if k not in ("torch_version", "cases")}
+    assert list(now["cases"]) == list(recorded["cases"])
+    for key, steps in now["cases"].items():
+        for step, expected in zip(steps, recorded["cases"][key], strict=True):
+            for a, b in zip(step, expected, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15, err_msg=key)
