@@ -97,6 +97,7 @@ class Graph:
     edges: list[tuple[str, str]]
     clusters: list[Cluster]
     title: str
+    rankdir: str = "LR"  # Graphviz's direction of the edges: "LR", "TB", "RL" or "BT"
 
     def node(self, id: str) -> Node:
         """The node with this id.
@@ -186,7 +187,7 @@ class Graph:
 
         lines = [
             f"digraph {_quote(self.title)} {{",
-            "  rankdir=LR;",
+            f"  rankdir={self.rankdir};",
             f"  label={_quote(self.title)}; labelloc=t; fontname=\"Helvetica\";",
             '  node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
             '  edge [color="#555555", arrowsize=0.7];',
@@ -567,6 +568,36 @@ def _seeds(fun: Callable[..., Any], outs: list[Any], out_tree: PyTreeDef, cotang
             for i, (ct, aval) in enumerate(zip(ct_leaves, avals))]
 
 
+RANKDIRS = ("TB", "LR", "BT", "RL")
+_LONG = 6  # nodes on the longest path beyond which the default is top to bottom
+
+
+def _longest_path(nodes: list[Node], edges: list[tuple[str, str]]) -> int:
+    """The number of nodes on the longest path (`nodes` are in the jaxpr's order,
+    so every edge goes forward)."""
+    preds: dict[str, list[str]] = {}
+    for a, b in edges:
+        preds.setdefault(b, []).append(a)
+    depth: dict[str, int] = {}
+    for n in nodes:
+        depth[n.id] = 1 + max((depth[a] for a in preds.get(n.id, ())), default=0)
+    return max(depth.values(), default=0)
+
+
+def _check_rankdir(rankdir: Any) -> None:
+    if rankdir is not None and rankdir not in RANKDIRS:
+        raise ValueError(
+            f"rankdir is Graphviz's direction of the graph: 'TB' (top to bottom), 'LR' (left to right), "
+            f"'BT' or 'RL', or None to choose by the graph's length; got {rankdir!r}"
+        )
+
+
+def _made(builder: _Builder, title: str, rankdir: str | None) -> Graph:
+    if rankdir is None:
+        rankdir = "TB" if _longest_path(builder.nodes, builder.edges) > _LONG else "LR"
+    return Graph(builder.nodes, builder.edges, builder.clusters, title, rankdir)
+
+
 def graph(
     fun: Callable[..., Any] | ClosedJaxpr | Jaxpr,
     *args: Any,
@@ -574,6 +605,7 @@ def graph(
     values: bool = True,
     gradients: bool = True,
     cotangent: Any = None,
+    rankdir: str | None = None,
 ) -> Graph:
     """The graph of `fun` at `args`: one node per input, equation and output
     of its jaxpr, each with its forward value (`values`) and the cotangent that
@@ -585,12 +617,18 @@ def graph(
     and no arguments, draws it without values. Sub-jaxprs of `jit`, `cond`,
     loops, custom rules and `checkpoint` are nested clusters.
 
+    `rankdir` is the picture's direction, in Graphviz's names: "LR" (left to
+    right), "TB" (top to bottom), "RL", "BT". None (the default) draws a short
+    graph left to right and one whose longest path has more than 6 nodes top
+    to bottom, as a column rather than a strip: `graph(f, x).rankdir`.
+
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x1, x2: fnp.log(x1) + x1 * x2 - fnp.exp(x2)
     >>> g = fgrad.viz.graph(f, 2.0, 5.0, argnums=(0, 1))
     >>> g.node("a").cotangent_text(), g.node("b").cotangent_text(), g.node("g").value_text()
     ('5.5', '-146.41', '-137.72')
     """
+    _check_rankdir(rankdir)
     if isinstance(fun, Jaxpr):
         fun = ClosedJaxpr(fun, [])  # constants without values
     out_tree: PyTreeDef | None = None
@@ -615,7 +653,7 @@ def graph(
     builder = _Builder()
     if not (values or gradients):
         builder.draw(closed, input_names=names)
-        return Graph(builder.nodes, builder.edges, builder.clusters, title)
+        return _made(builder, title, rankdir)
     leaves = [x for a in arg_leaves for x in a]
     env = _forward(closed, leaves)
     cts: dict[Var, Any] = {}
@@ -631,4 +669,4 @@ def graph(
         seeds = _seeds(named, outs, out_tree, cotangent)
         cts = _backward(closed, env, wrt, seeds, f"fgrad.viz.graph of {title}")
     builder.draw(closed, input_names=names, values=env if values else None, cts=cts, out_cts=seeds)
-    return Graph(builder.nodes, builder.edges, builder.clusters, title)
+    return _made(builder, title, rankdir)

@@ -3,6 +3,7 @@ as DOT (no Graphviz needed), text, and SVG/PNG/PDF through Graphviz's dot."""
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,6 +150,46 @@ def test_literals_inline_and_closed_over_constants_as_nodes():
     assert g.node("b").cotangent_text() == "f64[3] ∈ [0.2, 1.8]"
     np.testing.assert_allclose(g.node("b").cotangent, 2 * c)
     assert "shape=note" in g.to_dot()
+
+
+# --- layout ------------------------------------------------------------------------------
+
+
+def mlp_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    h = fnp.tanh(x @ w1 + b1)
+    return fnp.mean((h @ w2 + b2 - y) ** 2)
+
+
+def mlp_arguments():
+    rng = np.random.default_rng(0)
+    params = (rng.normal(size=(4, 8)), rng.normal(size=8), rng.normal(size=(8, 1)), rng.normal(size=1))
+    return params, rng.normal(size=(16, 4)), rng.normal(size=(16, 1))
+
+
+def test_a_short_graph_is_drawn_left_to_right_and_a_long_one_top_to_bottom():
+    short = graph(tutorial, 2.0, 5.0)  # longest path a c e g out0: 5 nodes
+    assert short.rankdir == "LR" and "  rankdir=LR;\n" in short.to_dot()
+    long = graph(mlp_loss, *mlp_arguments())  # a g h i j k l m n o out0: 11 nodes
+    assert long.rankdir == "TB" and "  rankdir=TB;\n" in long.to_dot()
+    assert short.to_dot().count("rankdir") == long.to_dot().count("rankdir") == 1
+    chain = graph(lambda x: fnp.sin(fnp.sin(fnp.sin(fnp.sin(x)))), 1.0)  # 6 nodes
+    assert chain.rankdir == "LR"
+    assert graph(lambda x: fnp.sin(fnp.sin(fnp.sin(fnp.sin(fnp.sin(x))))), 1.0).rankdir == "TB"
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR", "BT", "RL"])
+def test_the_direction_asked_for(rankdir):
+    for g in [graph(tutorial, 2.0, 5.0, rankdir=rankdir), graph(mlp_loss, *mlp_arguments(), rankdir=rankdir),
+              graph(fgrad.make_jaxpr(tutorial)(2.0, 5.0), rankdir=rankdir)]:
+        assert g.rankdir == rankdir and f"  rankdir={rankdir};\n" in g.to_dot()
+
+
+@pytest.mark.parametrize("rankdir", ["tb", "top-to-bottom", "", 1, True])
+def test_a_bad_direction_is_a_value_error(rankdir):
+    with pytest.raises(ValueError, match=r"rankdir is Graphviz's direction .*'TB' \(top to bottom\), "
+                       r"'LR' \(left to right\), 'BT' or 'RL', or None .*; got " + re.escape(repr(rankdir))):
+        graph(tutorial, 2.0, 5.0, rankdir=rankdir)
 
 
 # --- nested jaxprs --------------------------------------------------------------------------
@@ -460,6 +501,17 @@ def test_repr_svg_for_jupyter():
     pytest.importorskip("graphviz")
     svg = graph(tutorial, 2.0, 5.0)._repr_svg_()
     assert svg is not None and "<svg" in svg and "c = log a" in svg
+
+
+@needs_dot
+def test_the_picture_of_an_mlp_loss_is_not_a_strip(tmp_path):
+    pytest.importorskip("graphviz")
+    image = pytest.importorskip("PIL.Image")
+    path = graph(mlp_loss, *mlp_arguments()).render(tmp_path / "mlp.png")
+    width, height = image.open(path).size
+    assert 1 / 3 < width / height < 3, (width, height)  # left to right it is about 3500 x 390
+    width, height = image.open(graph(mlp_loss, *mlp_arguments(), rankdir="LR").render(tmp_path / "lr.png")).size
+    assert width / height > 5
 
 
 def test_without_the_graphviz_package(monkeypatch, tmp_path):
