@@ -686,8 +686,10 @@ def test_import_fgrad_imports_no_graphviz():
 
 
 def test_the_example_prints_the_text_and_writes_the_pictures(tmp_path):
-    example = Path(__file__).resolve().parents[2] / "examples" / "o_graph_pictures.py"
-    env = {**os.environ, "FGRAD_EXAMPLES_OUT": str(tmp_path)}
+    repo = Path(__file__).resolve().parents[2]
+    example = repo / "examples" / "o_graph_pictures.py"
+    path = os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "FGRAD_EXAMPLES_OUT": str(tmp_path), "PYTHONPATH": path}  # this checkout's fgrad
     out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, check=True,
                          env=env).stdout
     assert "b = input x2      value 5         grad -146.41" in out
