@@ -694,7 +694,9 @@ def test_the_example_prints_the_text_and_writes_the_pictures(tmp_path):
                          env=env).stdout
     assert "b = input x2      value 5         grad -146.41" in out
     assert "g = sub e f       value -137.72" in out
-    names = ["graph.svg", "graph_values.svg", "graph_gradients.svg"]
+    assert "graph.svg (LR):" in out and "mlp_loss.svg (TB):" in out  # the network's loss is long
+    assert "  ⋯ f64[8,1] f64[1] f64[16,8] → f64[16,1], 3 equations" in out  # its second layer, one box
+    names = ["graph.svg", "graph_values.svg", "graph_gradients.svg", "mlp_loss.svg"]
     try:
         import graphviz  # noqa: F401
     except ImportError:
@@ -705,3 +707,5 @@ def test_the_example_prints_the_text_and_writes_the_pictures(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
     assert "grad &#45;146.41" in (tmp_path / "graph_gradients.svg").read_text("utf-8")
     assert "value" not in (tmp_path / "graph.svg").read_text("utf-8")
+    mlp = (tmp_path / "mlp_loss.svg").read_text("utf-8")
+    assert mlp.count("g = jit[name=dense] a b e") == 1 and 'class="cluster"' not in mlp
