@@ -88,8 +88,9 @@ class Cluster:
 @dataclass(frozen=True)
 class Graph:
     """The graph of a jaxpr: nodes (in the jaxpr's order), edges between node
-    ids, and clusters for sub-jaxprs. Draw it with `to_dot`, `to_text` or
-    `render`; in Jupyter it shows as SVG.
+    ids, clusters for sub-jaxprs, and the direction the picture goes (`rankdir`,
+    see `graph`). Draw it with `to_dot`, `to_text` or `render`; in Jupyter it
+    shows as SVG.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> g = fgrad.viz.graph(fnp.sin, 0.0)
