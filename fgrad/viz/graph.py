@@ -7,7 +7,8 @@ equations: each equation's vector-Jacobian product is its own reverse mode
 (`linearize_flat`, then transpose), so the cotangents of the inputs are those
 `fgrad.grad` returns. Sub-jaxprs of higher-order primitives (`jit`, `cond`,
 loops, custom rules, `checkpoint`) are drawn as nested clusters, without
-values: a loop's body runs many times.
+values: a loop's body runs many times; `collapse` draws such a call as one
+node instead, so that a network written a `jit` per layer shows a box per layer.
 
 A `Graph` is plain data. `to_dot` and `to_text` need nothing; `render` and
 `_repr_svg_` need the `graphviz` package and Graphviz's `dot` program (the
@@ -16,7 +17,7 @@ optional extra `viz`), imported on first use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -42,7 +43,9 @@ class Node:
 
     `text` is the equation as the jaxpr writes it (`c = log a`); `value` is the
     forward value and `cotangent` the cotangent that reaches the node (a tuple
-    for an equation with several outputs), None where not computed.
+    for an equation with several outputs), None where not computed. `inner`
+    says what a collapsed call stands for (`graph(..., collapse=...)`): its
+    operands' and results' types and how many equations it holds.
     """
 
     id: str
@@ -53,6 +56,7 @@ class Node:
     value: Any = None
     cotangent: Any = None
     cluster: str | None = None
+    inner: str | None = None
 
     def value_text(self) -> str | None:
         """The value as the picture shows it, or None."""
@@ -84,8 +88,9 @@ class Cluster:
 @dataclass(frozen=True)
 class Graph:
     """The graph of a jaxpr: nodes (in the jaxpr's order), edges between node
-    ids, and clusters for sub-jaxprs. Draw it with `to_dot`, `to_text` or
-    `render`; in Jupyter it shows as SVG.
+    ids, clusters for sub-jaxprs, and the direction the picture goes (`rankdir`,
+    see `graph`). Draw it with `to_dot`, `to_text` or `render`; in Jupyter it
+    shows as SVG.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> g = fgrad.viz.graph(fnp.sin, 0.0)
@@ -97,6 +102,7 @@ class Graph:
     edges: list[tuple[str, str]]
     clusters: list[Cluster]
     title: str
+    rankdir: str = "LR"  # Graphviz's direction of the edges: "LR", "TB", "RL" or "BT"
 
     def node(self, id: str) -> Node:
         """The node with this id.
@@ -150,6 +156,8 @@ class Graph:
                 n.type if value is None else "value " + value,
                 "" if ct is None else "grad " + ct,
             ))
+            if n.inner is not None:
+                rows.append(("    " * depth(n.cluster) + "  ⋯ " + n.inner, "", ""))
         width0 = min(48, max((len(r[0]) for r in rows if r[1]), default=0))
         width1 = min(40, max((len(r[1]) for r in rows), default=0))
         lines = []
@@ -186,7 +194,7 @@ class Graph:
 
         lines = [
             f"digraph {_quote(self.title)} {{",
-            "  rankdir=LR;",
+            f"  rankdir={self.rankdir};",
             f"  label={_quote(self.title)}; labelloc=t; fontname=\"Helvetica\";",
             '  node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
             '  edge [color="#555555", arrowsize=0.7];',
@@ -330,14 +338,17 @@ _STYLES = {
     "equation": 'shape=box, style="rounded,filled", fillcolor="#ffffff"',
     "output": 'shape=ellipse, style=filled, fillcolor="#dcfce7", peripheries=2',
 }
+_COLLAPSED = 'shape=box3d, style=filled, fillcolor="#f9fafb", margin="0.16,0.1"'
 
 
 def _node_style(n: Node) -> str:
-    return _STYLES[n.kind]
+    return _COLLAPSED if n.inner is not None else _STYLES[n.kind]
 
 
 def _html_label(n: Node) -> str:
     parts = [_html(n.text)]
+    if n.inner is not None:
+        parts.append(f'<FONT POINT-SIZE="9" COLOR="#6b7280">{_html(n.inner)}</FONT>')
     value, ct = n.value_text(), n.cotangent_text()
     if value is None:
         parts.append(f'<FONT POINT-SIZE="9" COLOR="#6b7280">{_html(n.type)}</FONT>')
@@ -403,13 +414,77 @@ def _eqn_text(eqn: JaxprEqn, name: _Namer) -> str:
     return f"{lhs} = {rhs}" if lhs else rhs
 
 
-class _Builder:
-    """Walks a jaxpr (and its sub-jaxprs), making nodes, edges and clusters."""
+def _call_names(eqn: JaxprEqn) -> set[str]:
+    """The names `collapse` knows an equation by: its primitive's, and the
+    function's it calls (the `name` parameter of `jit`, `checkpoint`, custom rules)."""
+    fun = eqn.params.get("name")
+    return {eqn.primitive.name, fun} if isinstance(fun, str) else {eqn.primitive.name}
 
-    def __init__(self) -> None:
+
+def _calls(closed: ClosedJaxpr | Jaxpr) -> set[str]:
+    """The names of every equation with sub-jaxprs in `closed`, at any depth."""
+    jaxpr = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
+    names: set[str] = set()
+    for eqn in jaxpr.eqns:
+        subs = _sub_jaxprs(eqn)
+        if subs:
+            names |= _call_names(eqn)
+        for _, sub in subs:
+            names |= _calls(sub)
+    return names
+
+
+def _count(closed: ClosedJaxpr | Jaxpr) -> int:
+    """The number of equations in `closed`, those of its sub-jaxprs included."""
+    jaxpr = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
+    return len(jaxpr.eqns) + sum(_count(sub) for eqn in jaxpr.eqns for _, sub in _sub_jaxprs(eqn))
+
+
+def _inner_text(eqn: JaxprEqn, subs: list[tuple[str, Jaxpr | ClosedJaxpr]]) -> str:
+    """What a collapsed call stands for: `f64[16,4] f64[4,8] → f64[16,8], 3 equations`."""
+    ins = [a.aval.str_short() for a in eqn.invars]
+    if len(ins) > 4:
+        ins = [*ins[:3], f"and {len(ins) - 3} more"]
+    outs = [v.aval.str_short() for v in eqn.outvars]
+    counts = [(label, _count(sub)) for label, sub in subs]
+    if len(counts) == 1:
+        size = f"{counts[0][1]} equation" + ("" if counts[0][1] == 1 else "s")
+    else:
+        size = "equations: " + ", ".join(f"{label} {n}" for label, n in counts)
+    return f"{' '.join(ins) or '()'} → {' '.join(outs) or '()'}, {size}"
+
+
+def _collapse_rule(collapse: Any, closed: ClosedJaxpr | Jaxpr) -> Callable[[JaxprEqn], bool]:
+    """Which equations with sub-jaxprs `collapse` draws as one node."""
+    if isinstance(collapse, bool):
+        return lambda eqn: collapse
+    names = {collapse} if isinstance(collapse, str) else collapse
+    if not isinstance(names, (tuple, list, set, frozenset)) or not all(isinstance(n, str) for n in names):
+        raise TypeError(
+            f"collapse is True, False, or the names of the calls to draw as one node each (a primitive "
+            f"such as 'jit' or 'scan', or a jit/checkpoint/custom rule's function name); got {collapse!r}"
+        )
+    calls = _calls(closed)
+    missing = sorted(set(names) - calls)
+    if missing:
+        known = ", ".join(map(repr, sorted(calls))) if calls else "none: it has no equation with sub-jaxprs"
+        raise ValueError(
+            f"collapse names {', '.join(map(repr, missing))}, which no call in the graph is named; "
+            f"the names its calls answer to are {known}"
+        )
+    wanted = set(names)
+    return lambda eqn: bool(_call_names(eqn) & wanted)
+
+
+class _Builder:
+    """Walks a jaxpr (and its sub-jaxprs), making nodes, edges and clusters;
+    an equation that `collapse` picks is one node, its sub-jaxprs not drawn."""
+
+    def __init__(self, collapse: Callable[[JaxprEqn], bool] = lambda eqn: False) -> None:
         self.nodes: list[Node] = []
         self.edges: list[tuple[str, str]] = []
         self.clusters: list[Cluster] = []
+        self.collapse = collapse
 
     def edge(self, a: str, b: str) -> None:
         if (a, b) not in self.edges:
@@ -447,12 +522,15 @@ class _Builder:
             outs = [name(v) for v in eqn.outvars]
             nid = prefix + (",".join(outs) if outs else f"eqn{i}")
             subs = _sub_jaxprs(eqn)
-            own = cluster
-            if subs:  # the equation and its sub-jaxprs, together
+            own, inner = cluster, None
+            if subs and self.collapse(eqn):  # one node standing for the call
+                inner, subs = _inner_text(eqn, subs), []
+            elif subs:  # the equation and its sub-jaxprs, together
                 own = "cluster_" + nid
                 self.clusters.append(Cluster(own, eqn.primitive.name, cluster, False, nid))
             add(Node(nid, "equation", _eqn_text(eqn, name), " ".join(v.aval.str_short() for v in eqn.outvars),
-                     tuple(outs), _shown(_of(values, eqn.outvars)), _shown(_of(cts, eqn.outvars)), own))
+                     tuple(outs), _shown(_of(values, eqn.outvars)), _shown(_of(cts, eqn.outvars)), own,
+                     inner))
             for a in eqn.invars:
                 if isinstance(a, Var):
                     self.edge(node_of[a], nid)
@@ -567,6 +645,36 @@ def _seeds(fun: Callable[..., Any], outs: list[Any], out_tree: PyTreeDef, cotang
             for i, (ct, aval) in enumerate(zip(ct_leaves, avals))]
 
 
+RANKDIRS = ("TB", "LR", "BT", "RL")
+_LONG = 6  # nodes on the longest path beyond which the default is top to bottom
+
+
+def _longest_path(nodes: list[Node], edges: list[tuple[str, str]]) -> int:
+    """The number of nodes on the longest path (`nodes` are in the jaxpr's order,
+    so every edge goes forward)."""
+    preds: dict[str, list[str]] = {}
+    for a, b in edges:
+        preds.setdefault(b, []).append(a)
+    depth: dict[str, int] = {}
+    for n in nodes:
+        depth[n.id] = 1 + max((depth[a] for a in preds.get(n.id, ())), default=0)
+    return max(depth.values(), default=0)
+
+
+def _check_rankdir(rankdir: Any) -> None:
+    if rankdir is not None and rankdir not in RANKDIRS:
+        raise ValueError(
+            f"rankdir is Graphviz's direction of the graph: 'TB' (top to bottom), 'LR' (left to right), "
+            f"'BT' or 'RL', or None to choose by the graph's length; got {rankdir!r}"
+        )
+
+
+def _made(builder: _Builder, title: str, rankdir: str | None) -> Graph:
+    if rankdir is None:
+        rankdir = "TB" if _longest_path(builder.nodes, builder.edges) > _LONG else "LR"
+    return Graph(builder.nodes, builder.edges, builder.clusters, title, rankdir)
+
+
 def graph(
     fun: Callable[..., Any] | ClosedJaxpr | Jaxpr,
     *args: Any,
@@ -574,6 +682,8 @@ def graph(
     values: bool = True,
     gradients: bool = True,
     cotangent: Any = None,
+    rankdir: str | None = None,
+    collapse: bool | str | Collection[str] = False,
 ) -> Graph:
     """The graph of `fun` at `args`: one node per input, equation and output
     of its jaxpr, each with its forward value (`values`) and the cotangent that
@@ -590,7 +700,31 @@ def graph(
     >>> g = fgrad.viz.graph(f, 2.0, 5.0, argnums=(0, 1))
     >>> g.node("a").cotangent_text(), g.node("b").cotangent_text(), g.node("g").value_text()
     ('5.5', '-146.41', '-137.72')
+
+    `rankdir` is the picture's direction, in Graphviz's names: "LR" (left to
+    right), "TB" (top to bottom), "RL", "BT". None (the default) draws a short
+    graph left to right and one whose longest path has more than 6 nodes top
+    to bottom, as a column rather than a strip: `graph(f, x).rankdir`.
+
+    `collapse=True` draws every call with sub-jaxprs (`jit`, `checkpoint`,
+    custom rules, `lax` control flow) as one node, with its operands' and
+    results' types and its number of equations, instead of a cluster of its
+    insides; `collapse` may instead name the calls to collapse, by primitive
+    (`"scan"`) or by function (`"dense"`, for `jit(dense)`). Write each layer
+    as a `jit` function and a deep network draws as a box per layer:
+
+    >>> import numpy as np
+    >>> def dense(w, x):
+    ...     return fnp.tanh(x @ w)
+    >>> def net(w, x):
+    ...     return fnp.sum(fgrad.jit(dense)(w, fgrad.jit(dense)(w, x)))
+    >>> g = fgrad.viz.graph(net, np.eye(2), np.ones(2), collapse="dense")
+    >>> print(g.node("c").text, "|", g.node("c").inner, "|", g.node("c").value_text())
+    c = jit[name=dense] a b | f64[2,2] f64[2] → f64[2], 2 equations | f64[2] all 0.762
+    >>> g.clusters
+    []
     """
+    _check_rankdir(rankdir)
     if isinstance(fun, Jaxpr):
         fun = ClosedJaxpr(fun, [])  # constants without values
     out_tree: PyTreeDef | None = None
@@ -612,10 +746,10 @@ def graph(
         raise TypeError(
             f"fgrad.viz.graph takes a function (and its arguments) or a ClosedJaxpr, got {type(fun).__name__}"
         )
-    builder = _Builder()
+    builder = _Builder(_collapse_rule(collapse, closed))
     if not (values or gradients):
         builder.draw(closed, input_names=names)
-        return Graph(builder.nodes, builder.edges, builder.clusters, title)
+        return _made(builder, title, rankdir)
     leaves = [x for a in arg_leaves for x in a]
     env = _forward(closed, leaves)
     cts: dict[Var, Any] = {}
@@ -631,4 +765,4 @@ def graph(
         seeds = _seeds(named, outs, out_tree, cotangent)
         cts = _backward(closed, env, wrt, seeds, f"fgrad.viz.graph of {title}")
     builder.draw(closed, input_names=names, values=env if values else None, cts=cts, out_cts=seeds)
-    return Graph(builder.nodes, builder.edges, builder.clusters, title)
+    return _made(builder, title, rankdir)

@@ -3,6 +3,7 @@ as DOT (no Graphviz needed), text, and SVG/PNG/PDF through Graphviz's dot."""
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,46 @@ def test_literals_inline_and_closed_over_constants_as_nodes():
     assert "shape=note" in g.to_dot()
 
 
+# --- layout ------------------------------------------------------------------------------
+
+
+def mlp_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    h = fnp.tanh(x @ w1 + b1)
+    return fnp.mean((h @ w2 + b2 - y) ** 2)
+
+
+def mlp_arguments():
+    rng = np.random.default_rng(0)
+    params = (rng.normal(size=(4, 8)), rng.normal(size=8), rng.normal(size=(8, 1)), rng.normal(size=1))
+    return params, rng.normal(size=(16, 4)), rng.normal(size=(16, 1))
+
+
+def test_a_short_graph_is_drawn_left_to_right_and_a_long_one_top_to_bottom():
+    short = graph(tutorial, 2.0, 5.0)  # longest path a c e g out0: 5 nodes
+    assert short.rankdir == "LR" and "  rankdir=LR;\n" in short.to_dot()
+    long = graph(mlp_loss, *mlp_arguments())  # a g h i j k l m n o out0: 11 nodes
+    assert long.rankdir == "TB" and "  rankdir=TB;\n" in long.to_dot()
+    assert short.to_dot().count("rankdir") == long.to_dot().count("rankdir") == 1
+    chain = graph(lambda x: fnp.sin(fnp.sin(fnp.sin(fnp.sin(x)))), 1.0)  # 6 nodes
+    assert chain.rankdir == "LR"
+    assert graph(lambda x: fnp.sin(fnp.sin(fnp.sin(fnp.sin(fnp.sin(x))))), 1.0).rankdir == "TB"
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR", "BT", "RL"])
+def test_the_direction_asked_for(rankdir):
+    for g in [graph(tutorial, 2.0, 5.0, rankdir=rankdir), graph(mlp_loss, *mlp_arguments(), rankdir=rankdir),
+              graph(fgrad.make_jaxpr(tutorial)(2.0, 5.0), rankdir=rankdir)]:
+        assert g.rankdir == rankdir and f"  rankdir={rankdir};\n" in g.to_dot()
+
+
+@pytest.mark.parametrize("rankdir", ["tb", "top-to-bottom", "", 1, True])
+def test_a_bad_direction_is_a_value_error(rankdir):
+    with pytest.raises(ValueError, match=r"rankdir is Graphviz's direction .*'TB' \(top to bottom\), "
+                       r"'LR' \(left to right\), 'BT' or 'RL', or None .*; got " + re.escape(repr(rankdir))):
+        graph(tutorial, 2.0, 5.0, rankdir=rankdir)
+
+
 # --- nested jaxprs --------------------------------------------------------------------------
 
 
@@ -229,6 +270,148 @@ def test_clusters_nest():
     dot = g.to_dot()
     assert dot.index('subgraph "cluster_d/branches[1]"') < dot.index(f'subgraph "{inner[0].id}"')
     assert "        b = sin a" in g.to_text()
+
+
+# --- collapsed calls -------------------------------------------------------------------------
+
+
+def dense(w, b, h):
+    return fnp.tanh(h @ w + b)
+
+
+def layered_loss(params, x, y):  # a two-layer network, a jit call per layer
+    w1, b1, w2, b2 = params
+    return fnp.mean((fgrad.jit(dense)(w2, b2, fgrad.jit(dense)(w1, b1, x)) - y) ** 2)
+
+
+def assert_well_formed(g):
+    ids = [n.id for n in g.nodes]
+    assert len(set(ids)) == len(ids)
+    assert all(a in ids and b in ids for a, b in g.edges)  # no dangling edge
+    assert {n.cluster for n in g.nodes} - {None} <= {c.id for c in g.clusters}
+    dot = g.to_dot()
+    assert dot.count("->") == len(g.edges) and dot.count("label=<") == len(g.nodes)
+
+
+def test_collapsed_layers_are_one_node_each_with_the_layers_values_and_gradients():
+    params, x, y = mlp_arguments()
+    g = graph(layered_loss, params, x, y, collapse=True)
+    assert_well_formed(g)
+    assert g.clusters == [] and not any("/" in n.id for n in g.nodes)
+    assert [n.id for n in g.nodes] == ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "out0"]
+    first, second = g.node("g"), g.node("h")
+    assert first.text == "g = jit[name=dense] a b e" and second.text == "h = jit[name=dense] c d g"
+    assert first.inner == "f64[4,8] f64[8] f64[16,4] → f64[16,8], 3 equations"  # matmul, add, tanh
+    assert second.inner == "f64[8,1] f64[1] f64[16,8] → f64[16,1], 3 equations"
+    assert [n.id for n in g.nodes if n.inner] == ["g", "h"]
+    # the calls' operands feed them, and the first layer feeds the second and nothing else
+    assert {a for a, b in g.edges if b == "g"} == {"a", "b", "e"}
+    assert {a for a, b in g.edges if b == "h"} == {"c", "d", "g"}
+    assert {b for a, b in g.edges if a == "g"} == {"h"} and {b for a, b in g.edges if a == "h"} == {"i"}
+    # values and cotangents, by hand in NumPy
+    w1, b1, w2, b2 = params
+    h1 = np.tanh(x @ w1 + b1)
+    p = np.tanh(h1 @ w2 + b2)
+    ct_p = 2 * (p - y) / y.size
+    ct_z2 = ct_p * (1 - p**2)
+    ct_h1 = ct_z2 @ w2.T
+    ct_z1 = ct_h1 * (1 - h1**2)
+    np.testing.assert_allclose(first.value, h1, rtol=1e-12)
+    np.testing.assert_allclose(second.value, p, rtol=1e-12)
+    np.testing.assert_allclose(second.cotangent, ct_p, rtol=1e-12)
+    np.testing.assert_allclose(first.cotangent, ct_h1, rtol=1e-12, atol=1e-15)
+    for node, expected in zip("abcd", [x.T @ ct_z1, ct_z1.sum(0), h1.T @ ct_z2, ct_z2.sum(0)]):
+        np.testing.assert_allclose(g.node(node).cotangent, expected, rtol=1e-10, atol=1e-15)
+    assert g.nodes[-1].value == pytest.approx(np.mean((p - y) ** 2))
+    # the same values and cotangents as the graph drawn in full
+    full = graph(layered_loss, params, x, y)
+    assert len(full.clusters) == 4 and len(full.nodes) == len(g.nodes) + 2 * 7  # 3 inputs, 3 equations, 1 output
+    for n in g.nodes:
+        np.testing.assert_array_equal(full.node(n.id).value, n.value)
+        np.testing.assert_array_equal(full.node(n.id).cotangent, n.cotangent)
+
+
+def test_collapsed_calls_in_dot_and_text():
+    g = graph(layered_loss, *mlp_arguments(), collapse=True)
+    dot = g.to_dot()
+    assert dot.count("shape=box3d") == 2 and "subgraph" not in dot
+    assert ('"g" [shape=box3d, style=filled, fillcolor="#f9fafb", margin="0.16,0.1", label=<g = jit[name=dense] '
+            'a b e<BR/><FONT POINT-SIZE="9" COLOR="#6b7280">f64[4,8] f64[8] f64[16,4] → f64[16,8], 3 equations'
+            '</FONT><BR/><FONT COLOR="#1d4ed8">value f64[16,8] ∈ ') in dot
+    lines = g.to_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("g = jit[name=dense] a b e "))
+    assert lines[i + 1] == "  ⋯ f64[4,8] f64[8] f64[16,4] → f64[16,8], 3 equations"
+    assert "jaxpr of" not in g.to_text()
+    assert graph(layered_loss, *mlp_arguments()).node("g").inner is None
+
+
+COLLAPSED = {  # kind: what the collapsed call's node says it stands for
+    "jit": "f64[] → f64[], 1 equation",
+    "checkpoint": "f64[] → f64[], 1 equation",
+    "custom_vjp": "f64[] → f64[], equations: call_jaxpr 1, fwd 2, bwd 1",
+    "custom_jvp": "f64[] → f64[], equations: call_jaxpr 1, jvp 5",
+    "cond": "i32[] f64[] → f64[], equations: branches[0] 1, branches[1] 1",
+    "while": "f64[] → f64[], equations: cond_jaxpr 1, body_jaxpr 1",
+    "scan": "f64[] f64[3] → f64[] f64[3], 2 equations",
+}
+
+
+@pytest.mark.parametrize("kind", NESTED)
+def test_every_kind_of_call_collapses(kind):
+    fun, prim, _ = NESTED[kind]
+    g = graph(fun, 0.7, collapse=True)
+    assert_well_formed(g)
+    assert g.clusters == [] and not any("/" in n.id for n in g.nodes)
+    (call,) = [n for n in g.nodes if n.inner is not None]
+    assert call.text.split(" = ")[1].startswith(prim) and call.inner == COLLAPSED[kind]
+    assert any(b == call.id for _, b in g.edges) and any(a == call.id for a, _ in g.edges)
+    full = graph(fun, 0.7)
+    assert [n.id for n in full.nodes if "/" not in n.id] == [n.id for n in g.nodes]
+    for n in g.nodes:
+        assert (n.value_text(), n.cotangent_text()) == (full.node(n.id).value_text(), full.node(n.id).cotangent_text())
+    x = next(n for n in g.nodes if n.kind == "input")
+    np.testing.assert_allclose(x.cotangent, fgrad.grad(fun)(0.7), rtol=1e-12)
+    assert graph(fgrad.make_jaxpr(fun)(0.7), collapse=True).clusters == []
+
+
+def test_collapse_by_name_keeps_the_other_calls_clusters():
+    def f(x):
+        y = fgrad.jit(fnp.sin)(x)  # c = jit[name=sin] b
+        return lax.scan(lambda c, t: (fgrad.jit(fnp.cos)(c) * t, c), y, fnp.arange(1.0, 3.0))[0]  # d e = scan
+
+    full = graph(f, 0.5)
+    assert [c.label for c in full.clusters if not c.jaxpr] == ["jit", "scan", "jit"]
+    by_function = graph(f, 0.5, collapse="sin")  # the jit of sin only
+    assert [n.id for n in by_function.nodes if n.inner] == ["c"]
+    assert [c.label for c in by_function.clusters if not c.jaxpr] == ["scan", "jit"]
+    by_inner_function = graph(f, 0.5, collapse=["cos"])
+    assert [n.id for n in by_inner_function.nodes if n.inner] == ["d,e/jaxpr/c"]
+    assert by_inner_function.node("d,e/jaxpr/c").inner == "f64[] → f64[], 1 equation"
+    by_primitive = graph(f, 0.5, collapse={"scan"})
+    assert [n.id for n in by_primitive.nodes if n.inner] == ["d,e"]
+    assert [c.label for c in by_primitive.clusters if not c.jaxpr] == ["jit"]
+    assert by_primitive.node("d,e").inner == "f64[] f64[2] → f64[] f64[2], 3 equations"  # the inner jit's 1 too
+    assert [n.id for n in graph(f, 0.5, collapse=("jit",)).nodes if n.inner] == ["c", "d,e/jaxpr/c"]
+    for g in [full, by_function, by_inner_function, by_primitive]:
+        assert_well_formed(g)
+        assert g.node("b").cotangent == pytest.approx(fgrad.grad(f)(0.5))
+    assert graph(f, 0.5, collapse=()).to_dot() == full.to_dot() == graph(f, 0.5, collapse=False).to_dot()
+
+
+@pytest.mark.parametrize("collapse", [1, None, ["jit", 2], {"jit": True}, b"jit"])
+def test_collapse_of_a_wrong_type_is_a_type_error(collapse):
+    with pytest.raises(TypeError, match=r"collapse is True, False, or the names of the calls .*; got "
+                       + re.escape(repr(collapse))):
+        graph(layered_loss, *mlp_arguments(), collapse=collapse)
+
+
+def test_collapse_of_a_name_no_call_has_is_a_value_error():
+    with pytest.raises(ValueError, match=r"collapse names 'dnse', 'sacn', which no call in the graph is named; "
+                       r"the names its calls answer to are 'dense', 'jit'$"):
+        graph(layered_loss, *mlp_arguments(), collapse=["sacn", "dense", "dnse"])
+    with pytest.raises(ValueError, match="are none: it has no equation with sub-jaxprs"):
+        graph(tutorial, 2.0, 5.0, collapse="jit")
+    assert graph(tutorial, 2.0, 5.0, collapse=True).to_dot() == graph(tutorial, 2.0, 5.0).to_dot()
 
 
 # --- cotangents are grad's --------------------------------------------------------------
@@ -462,6 +645,17 @@ def test_repr_svg_for_jupyter():
     assert svg is not None and "<svg" in svg and "c = log a" in svg
 
 
+@needs_dot
+def test_the_picture_of_an_mlp_loss_is_not_a_strip(tmp_path):
+    pytest.importorskip("graphviz")
+    image = pytest.importorskip("PIL.Image")
+    path = graph(mlp_loss, *mlp_arguments()).render(tmp_path / "mlp.png")
+    width, height = image.open(path).size
+    assert 1 / 3 < width / height < 3, (width, height)  # left to right it is about 3500 x 390
+    width, height = image.open(graph(mlp_loss, *mlp_arguments(), rankdir="LR").render(tmp_path / "lr.png")).size
+    assert width / height > 5
+
+
 def test_without_the_graphviz_package(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz raises ImportError
     g = graph(tutorial, 2.0, 5.0)
@@ -492,13 +686,17 @@ def test_import_fgrad_imports_no_graphviz():
 
 
 def test_the_example_prints_the_text_and_writes_the_pictures(tmp_path):
-    example = Path(__file__).resolve().parents[2] / "examples" / "o_graph_pictures.py"
-    env = {**os.environ, "FGRAD_EXAMPLES_OUT": str(tmp_path)}
+    repo = Path(__file__).resolve().parents[2]
+    example = repo / "examples" / "o_graph_pictures.py"
+    path = os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "FGRAD_EXAMPLES_OUT": str(tmp_path), "PYTHONPATH": path}  # this checkout's fgrad
     out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, check=True,
                          env=env).stdout
     assert "b = input x2      value 5         grad -146.41" in out
     assert "g = sub e f       value -137.72" in out
-    names = ["graph.svg", "graph_values.svg", "graph_gradients.svg"]
+    assert "graph.svg (LR):" in out and "mlp_loss.svg (TB):" in out  # the network's loss is long
+    assert "  ⋯ f64[8,1] f64[1] f64[16,8] → f64[16,1], 3 equations" in out  # its second layer, one box
+    names = ["graph.svg", "graph_values.svg", "graph_gradients.svg", "mlp_loss.svg"]
     try:
         import graphviz  # noqa: F401
     except ImportError:
@@ -509,3 +707,5 @@ def test_the_example_prints_the_text_and_writes_the_pictures(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
     assert "grad &#45;146.41" in (tmp_path / "graph_gradients.svg").read_text("utf-8")
     assert "value" not in (tmp_path / "graph.svg").read_text("utf-8")
+    mlp = (tmp_path / "mlp_loss.svg").read_text("utf-8")
+    assert mlp.count("g = jit[name=dense] a b e") == 1 and 'class="cluster"' not in mlp
