@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
+from typing_extensions import ParamSpec
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.fp_warnings import user_warnings
 from ..core.libraries import Library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import StagingTrace
 from ..primitives import elementwise
 from ..primitives.derivatives import zeros_now
@@ -37,6 +39,8 @@ from .arguments import (
     with_args,
 )
 from .pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
+
+P = ParamSpec("P")  # the parameters of the user's function, kept by grad and its kind
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "make_jaxpr", "stop_gradient",
@@ -158,6 +162,14 @@ def _linearize(
     return outs, linear, store.tree, store, aux_tree, in_tree, leaves
 
 
+@overload
+def vjp(fun: Callable[..., Any], *primals: Any,
+        has_aux: Literal[False] = False) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]: ...
+@overload
+def vjp(fun: Callable[..., Any], *primals: Any,
+        has_aux: Literal[True]) -> tuple[Any, Callable[[Any], tuple[Any, ...]], Any]: ...
+@overload
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool) -> Any: ...
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """Evaluate `fun` at `primals` and return its value and a function that maps
     an output cotangent to the cotangents of the inputs (a tuple, one per primal).
@@ -228,9 +240,9 @@ def _grad_pass(fun: Callable[..., Any], flat_fun: Callable[..., Any], leaves: li
 
 
 def value_and_grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable[..., Any]:
+) -> Callable[P, tuple[Any, Any]]:
     """`fun` and its gradient with respect to the arguments `argnums`, in one pass.
 
     Returns a function giving `(value, gradient)`, or `((value, aux), gradient)`
@@ -272,16 +284,49 @@ def value_and_grad(
 
 
 def grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable[..., Any]:
+) -> Callable[P, Any]:
     """The gradient of a scalar-valued `fun` with respect to argument(s) `argnums`.
+
+    `grad(f)` is a function taking the same arguments as `f` and returning the
+    gradient of `f`'s output at them, computed by reverse mode: `f` runs once,
+    as ordinary Python (loops, `if`, recursion on the values), while fgrad
+    records its linear part, which is then transposed.
+
+    Arguments:
+      fun: a function of arrays, numbers or pytrees (tuples, lists, dicts,
+        dataclasses...) of them, returning a real scalar (a 0-d array or a
+        number), or `(scalar, aux)` with `has_aux`.
+      argnums: which positional argument (an int) or arguments (a tuple) to
+        differentiate with respect to. They must hold floating-point (or,
+        with `holomorphic`, complex) values.
+      has_aux: `fun` returns `(output, aux)`; `aux` comes back beside the
+        gradient, without a derivative.
+      holomorphic: `fun` is complex to complex and holomorphic: the gradient
+        is f'(z). Otherwise a complex input gets df/dx - i df/dy (JAX's).
+
+    Returns:
+      A function returning the gradient, shaped like the argument(s) chosen
+      (a tuple for a tuple `argnums`); `(gradient, aux)` with `has_aux`.
+
+    Raises:
+      TypeError: a non-scalar or integer output, an integer argument in
+        `argnums`, or a traced value converted to a plain number inside `fun`
+        (`float(x)`, `np.asarray(x)`), which would drop its derivative.
 
     >>> import fgrad.numpy as fnp
     >>> grad(fnp.sin)(0.0)
     np.float64(1.0)
     >>> grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
     (np.float64(3.0), np.float64(2.0))
+    >>> grad(lambda p: fnp.sum(p["w"] ** 2) + p["b"])({"w": np.array([1.0, 2.0]), "b": 0.5})
+    {'b': np.float64(1.0), 'w': array([2., 4.])}
+    >>> grad(lambda x: (x ** 2, x + 1), has_aux=True)(3.0)  # aux: x + 1, without a derivative
+    (np.float64(6.0), np.float64(4.0))
+
+    See also `value_and_grad` (the value too, in the same pass), `vjp`
+    (any output, with a cotangent), `jacrev` and `hessian`.
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
@@ -314,6 +359,14 @@ def _check_tangents(primal_leaves: list[Any], primal_tree: PyTreeDef, tangents: 
     return out
 
 
+@overload
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[False] = False) -> tuple[Any, Any]: ...
+@overload
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[True]) -> tuple[Any, Any, Any]: ...
+@overload
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool) -> Any: ...
 def jvp(
     fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
 ) -> Any:
@@ -349,6 +402,14 @@ def jvp(
     return out, t_out
 
 
+@overload
+def linearize(fun: Callable[..., Any], *primals: Any,
+              has_aux: Literal[False] = False) -> tuple[Any, Callable[..., Any]]: ...
+@overload
+def linearize(fun: Callable[..., Any], *primals: Any,
+              has_aux: Literal[True]) -> tuple[Any, Callable[..., Any], Any]: ...
+@overload
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool) -> Any: ...
 def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """Evaluate `fun` at `primals` and return its value and its linear
     approximation there: a function from input tangents to the output tangent.
@@ -408,6 +469,15 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype))
 
 
+@overload
+def make_jaxpr(fun: Callable[P, Any], static_argnums: int | Sequence[int] = (),
+               return_shape: Literal[False] = False) -> Callable[P, ClosedJaxpr]: ...
+@overload
+def make_jaxpr(fun: Callable[P, Any], static_argnums: int | Sequence[int] = (), *,
+               return_shape: Literal[True]) -> Callable[P, tuple[ClosedJaxpr, Any]]: ...
+@overload
+def make_jaxpr(fun: Callable[P, Any], static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable[P, Any]: ...
 def make_jaxpr(
     fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), return_shape: bool = False
 ) -> Callable[..., Any]:

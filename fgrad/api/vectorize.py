@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from typing_extensions import ParamSpec
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.fp_warnings import user_warnings
@@ -31,6 +32,8 @@ from .arguments import (
 )
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
 from .transformations import jvp, vjp
+
+P = ParamSpec("P")  # the parameters of the user's function, which the result keeps
 
 __all__ = ["vmap", "jacfwd", "jacrev", "jacobian", "hessian"]
 
@@ -60,8 +63,8 @@ def _check_axes_spec(axes: Axes, what: str) -> None:
 
 
 def vmap(
-    fun: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0, axis_size: int | None = None
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], in_axes: Axes = 0, out_axes: Axes = 0, axis_size: int | None = None
+) -> Callable[P, Any]:
     """Vectorize `fun` over an axis of its arguments: `vmap(f)(xs)` is
     `stack([f(x) for x in xs])`, computed in one batched pass.
 
@@ -266,8 +269,8 @@ def _check_outputs(transform: str, fun: Callable[..., Any], avals: Sequence[Shap
             )
 
 
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def jacfwd(fun: Callable[P, Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[P, Any]:
     """The Jacobian of `fun` by forward mode: one vmapped jvp over the standard
     basis of the inputs. For an array input of shape S and output of shape T
     the Jacobian has shape T + S; for pytrees it is the output's structure with,
@@ -310,8 +313,8 @@ def _jacfwd(fun: Callable[..., Any], f: Callable[..., Any], dyn: tuple[Any, ...]
     return (out, results[2]) if has_aux else out
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def jacrev(fun: Callable[P, Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[P, Any]:
     """The Jacobian of `fun` by reverse mode: one vjp, its pullback vmapped over
     the standard basis of the outputs. Same result structure as `jacfwd`.
 
@@ -352,8 +355,8 @@ def _jacrev(fun: Callable[..., Any], f: Callable[..., Any], dyn: tuple[Any, ...]
 jacobian = jacrev
 
 
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def hessian(fun: Callable[P, Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False, holomorphic: bool = False) -> Callable[P, Any]:
     """The Hessian of a scalar `fun`: `jacfwd(jacrev(fun))`, forward over reverse.
 
     >>> import fgrad.numpy as fnp
