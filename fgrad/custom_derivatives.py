@@ -540,9 +540,11 @@ generic_impls.add(custom_vjp_call_p)
 
 def _forward_mode_error(name: str) -> TypeError:
     return TypeError(
-        f"forward-mode differentiation (jvp, jacfwd) of {name} is not "
-        "possible: it has a custom_vjp, which defines reverse mode only. Use grad, vjp or "
-        "jacrev, or give it a custom_jvp instead."
+        f"forward-mode differentiation (jvp, jacfwd) of {name} is not possible here: it is a "
+        "custom_vjp, which defines reverse mode only. Use grad, vjp or jacrev; or put the jvp "
+        "inside the jit, jit(lambda x, t: jvp(f, (x,), (t,))) rather than jvp(jit(f), ...), so that "
+        "forward mode sees the function before it is staged; for a custom_vjp of your own, give "
+        "it a custom_jvp instead."
     )
 
 

@@ -130,3 +130,33 @@ def test_an_if_under_vmap_names_the_batched_argument():
         fgrad.vmap(lambda p: p["u"] if p["u"] > 0 else p["v"])({"u": np.ones(3), "v": np.ones(3)})
     with pytest.raises(ConcretizationTypeError, match=r"the batched arguments `x`, `scale`\."):  # keywords too
         fgrad.vmap(lambda x, scale=1.0: x if scale > 0 else -x)(np.ones(3), scale=np.ones(3))
+
+
+def test_grad_of_a_key_says_it_is_a_key_and_not_to_convert_it():
+    import fgrad.random as fr
+
+    with pytest.raises(TypeError, match=r"a key of fgrad\.random.*broken by a conversion to float\. "
+                                        r"Leave it out of argnums") as e:
+        fgrad.grad(lambda k: fnp.sum(fr.normal(k, (2,))))(fr.key(0))
+    assert "fgrad.numpy.asarray(x, dtype=float)" not in str(e.value)
+
+
+def test_vmap_over_one_key_says_to_split_it():
+    import fgrad.random as fr
+
+    with pytest.raises(TypeError, match=r"one word of a key: vmap over a single key maps over its two words\. "
+                                        r"Map over keys made by fgrad\.random\.split\(key, n\)"):
+        fgrad.vmap(lambda k: fr.normal(k))(fr.key(0))
+    assert fgrad.vmap(lambda k: fr.normal(k))(fr.split(fr.key(0), 3)).shape == (3,)
+
+
+def test_forward_mode_of_a_jitted_odeint_says_to_put_the_jvp_inside_the_jit():
+    from fgrad.scipy.integrate import odeint
+
+    ts = np.array([0.0, 1.0])
+    f = fgrad.jit(lambda c: odeint(lambda y, t, c: -c * y, 1.0, ts, c)[-1])
+    with pytest.raises(TypeError, match=r"put the jvp inside the jit"):
+        fgrad.jvp(f, (2.0,), (1.0,))
+    inside = fgrad.jit(lambda c, t: fgrad.jvp(lambda c: odeint(lambda y, s, c: -c * y, 1.0, ts, c)[-1], (c,), (t,)))
+    y, dy = inside(2.0, 1.0)
+    np.testing.assert_allclose(dy, -np.exp(-2.0), rtol=1e-5)  # d/dc exp(-c) at c = 2

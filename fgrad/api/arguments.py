@@ -223,6 +223,14 @@ def check_float_inputs(transform: str, fun: Callable[..., Any], args: Sequence[A
                 f"{transform} requires real inputs, but {given}. For a holomorphic function pass "
                 "holomorphic=True; for other functions of complex inputs use fgrad.jvp directly."
             )
+        shape = get_aval(leaf).shape
+        if dtype == np.uint64 and shape[-1:] == (2,):  # the words of fgrad.random keys
+            raise TypeError(
+                f"{transform} requires {_KIND_NAMES[kinds]} inputs, but {given} and shape {shape}: "
+                "a key of fgrad.random (or a batch of them), which has no derivative, and would be "
+                "broken by a conversion to float. Leave it out of argnums (argnums=... naming only "
+                "the arguments to differentiate), or pass it through a closure."
+            )
         raise TypeError(
             f"{transform} requires {_KIND_NAMES[kinds]} inputs, but {given}"
             + (" (a Python int)" if type(original) is int else "")

@@ -45,6 +45,9 @@ def check_key(key: Any, function: str) -> Any:
     hint = ""
     if aval.dtype == prim.KEY_DTYPE and aval.ndim > 1 and aval.shape[-1] == 2:
         hint = " This is a batch of keys: map the function over it with fgrad.vmap."
+    elif aval.dtype == prim.KEY_DTYPE and aval.ndim == 0:
+        hint = (" This is one word of a key: vmap over a single key maps over its two words. Map over "
+                "keys made by fgrad.random.split(key, n) instead, or pass the key with in_axes=None.")
     elif aval.dtype == np.uint32:
         hint = " (JAX's uint32 keys are not fgrad keys: fgrad's streams are NumPy's Philox.)"
     raise TypeError(f"fgrad.random.{function}: expected a key, got {aval.str_short()}; {_KEY_HELP}.{hint}")
