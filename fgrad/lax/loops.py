@@ -182,8 +182,11 @@ _TAPE = ShapedArray((), np.dtype(object))
 
 def _steps(tape: Any) -> list[Any]:
     """The steps a tape holds. Zeros of the tape's aval, which a batched cond
-    passes to the branch it did not take, stand for a loop of no steps."""
-    return tape[()] or []
+    passes to the branch it did not take, stand for a loop of no steps. A
+    scan's step of a stack of tapes (its residuals) is NumPy's element itself,
+    the list."""
+    steps = tape[()] if isinstance(tape, np.ndarray) else tape
+    return steps or []
 
 
 def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,

@@ -30,19 +30,22 @@ from ..api.arguments import describe
 from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray
 from ..core.libraries import current_library, generic_impls
-from ..core.rules import Linearization, batch_rules, block_rules, jvp_rules
-from ..core.trace import Primitive, ctx
+from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
+from ..core.trace import Primitive
+from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
-from ..ir.jaxpr import ClosedJaxpr
-from ..primitives import batching, indexing
+from ..ir.evaluate import eval_jaxpr
+from ..ir.jaxpr import ClosedJaxpr, Var
+from ..ir.passes import dce_closed_jaxpr
+from ..ir.staging import trace_to_jaxpr
+from ..primitives import batching
 from ..primitives import derivatives as d
-from ..primitives.indexing import StaticIndex
+from ..primitives import elementwise as ew
 from ..transforms.batching import batch_jaxpr
-from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
-from ..transforms.reverse import LinearizeTrace
-from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stack_now, stacked, stage
+from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
+from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stack_now, stage
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
@@ -127,27 +130,184 @@ def _scan_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, le
 
 def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr,
                     length: int, reverse: bool, num_consts: int, num_carry: int) -> Pair:
-    consts, carry, xs = _split(with_tangents(trace, primals, tangents), num_consts, num_carry)
-    ys: list[list[Any]] = []
-    prev, ctx.trace = ctx.trace, trace  # slicing and stacking are differentiated too
-    try:
-        for i in (range(length - 1, -1, -1) if reverse else range(length)):
-            slices = [indexing.getitem(x, idx=StaticIndex((i,))) for x in xs]
-            outs = run_on(trace, jaxpr, [*consts, *carry, *slices])
-            carry, y = outs[:num_carry], outs[num_carry:]
-            ys.append(y)
-        if reverse:
-            ys.reverse()
-        y_avals = jaxpr.out_avals[num_carry:]
-        stacked_ys = []
-        for k, a in enumerate(y_avals):
-            stacked_ys.append(stacked([y[k] for y in ys]) if length else stack_now([], a))
-    finally:
-        ctx.trace = prev
-    return split_tangents(trace, [*carry, *stacked_ys])
+    # JAX's recipe: the body linearized once (linearize_jaxpr); its known part runs
+    # now as a scan that also stacks each step's residuals, and its linear part is
+    # staged as another scan over those residuals, which transposes to a scan in
+    # the other direction. Residuals that depend only on the constants (W in
+    # h @ W) are computed once, not stacked.
+    nk, nc = num_consts, num_carry
+    consts, init, xs = _split(primals, nk, nc)
+    const_t, init_t, xs_t = _split(tangents, nk, nc)
+    split = _split_body(jaxpr, tuple(t is not None for t in tangents), nk, nc)
+    if not any(split.out_nonzeros):  # no tangent reaches an output
+        return scan_p.bind(*primals, jaxpr=jaxpr, length=length, reverse=reverse, num_consts=nk,
+                           num_carry=nc), [None] * len(jaxpr.out_avals)
+    invariant = eval_jaxpr(split.invariant.jaxpr, split.invariant.consts, *consts) if split.invariant else []
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=split.known, length=length, reverse=reverse,
+                       num_consts=nk, num_carry=nc)
+    n_ys = len(jaxpr.out_avals) - nc
+    primals_out, stacked_res = outs[:nc + n_ys], outs[nc + n_ys:]
+    carry_t = [t if t is not None else d.zeros(a.strip_weak_type())
+               for t, a, nz in zip(init_t, jaxpr.in_avals[nk:nk + nc], split.carry_nonzeros) if nz]
+    linear_args = [*invariant, *(t for t in const_t if t is not None), *carry_t, *stacked_res,
+                   *(t for t in xs_t if t is not None)]
+    t_outs = trace.stage(scan_p, linear_args, {
+        "jaxpr": split.linear, "length": length, "reverse": reverse,
+        "num_consts": len(invariant) + sum(t is not None for t in const_t), "num_carry": len(carry_t)})
+    it = iter(t_outs)
+    return primals_out, [next(it) if nz else None for nz in split.out_nonzeros]
+
+
+class _Split:
+    """Reverse mode's parts of a scan's body (see `_split_body`)."""
+
+    __slots__ = ("known", "invariant", "linear", "carry_nonzeros", "out_nonzeros")
+
+    def __init__(self, known: ClosedJaxpr, invariant: ClosedJaxpr | None, linear: ClosedJaxpr,
+                 carry_nonzeros: tuple[bool, ...], out_nonzeros: tuple[bool, ...]) -> None:
+        self.known, self.invariant, self.linear = known, invariant, linear
+        self.carry_nonzeros, self.out_nonzeros = carry_nonzeros, out_nonzeros
+
+
+@cached_per_jaxpr
+def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int, num_carry: int) -> _Split:
+    """The body of a scan split for reverse mode, given which inputs have tangents
+    (cached, so that every call runs the same generated code):
+
+    * `known`: (consts, carry, x) -> (carry, y, the residuals that vary by step);
+    * `invariant`: consts -> the residuals that depend on the constants alone,
+      computed once (None if there are none);
+    * `linear`: (invariant residuals, const tangents, carry tangents, varying
+      residuals, x tangents) -> (carry tangents, y tangents), a scan body;
+
+    with `carry_nonzeros`, the carries that get a tangent (a fixpoint: a carry
+    has one when its update depends on one that has), and `out_nonzeros`, the
+    outputs (carries, then ys) with a tangent."""
+    nk, nc = num_consts, num_carry
+    n_ys = len(jaxpr.out_avals) - nc
+    const_nz, carry_nz, xs_nz = (list(part) for part in _split(nonzeros, nk, nc))
+    while True:
+        nz = tuple(const_nz + carry_nz + xs_nz)
+        known, linear, out_nz, num_res = linearize_jaxpr(jaxpr, nz, tuple(carry_nz) + (False,) * n_ys)
+        grown = [a or b for a, b in zip(carry_nz, out_nz[:nc])]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    n_out = nc + n_ys
+    fixed = [not v for v in _depends_on(known.jaxpr, range(nk, len(known.in_avals)))[n_out:]]
+    invariant = None
+    if any(fixed):
+        only = dce_closed_jaxpr(known, [False] * n_out + fixed)
+        consts_avals = known.in_avals[:nk]
+        rest = known.in_avals[nk:]
+
+        def invariant_part(*consts: Any) -> list[Any]:  # the rest of the inputs are unused after DCE
+            return eval_jaxpr(only.jaxpr, only.consts, *consts, *(np.zeros(a.shape, a.dtype) for a in rest))
+
+        invariant = trace_to_jaxpr(invariant_part, consts_avals, "linearize of scan", fresh=True)
+        known = dce_closed_jaxpr(known, [True] * n_out + [not f for f in fixed])
+    # linear's inputs: residuals (in known's order), then the tangents of (consts, carry, xs)
+    res_fixed = [i for i, f in enumerate(fixed) if f]
+    res_varying = [i for i, f in enumerate(fixed) if not f]
+    n_ct, n_carry_t = sum(const_nz), sum(carry_nz)
+    t0 = num_res
+    order = [*res_fixed, *range(t0, t0 + n_ct), *range(t0 + n_ct, t0 + n_ct + n_carry_t), *res_varying,
+             *range(t0 + n_ct + n_carry_t, t0 + sum(nz))]
+    return _Split(known, invariant, permuted(linear, order), tuple(carry_nz), tuple(out_nz))
+
+
+def _depends_on(jaxpr: Any, inputs: Any) -> list[bool]:
+    """For each output of `jaxpr`: whether it depends on one of the inputs at positions `inputs`."""
+    reached = {jaxpr.invars[i] for i in inputs}
+    for eqn in jaxpr.eqns:
+        if any(a in reached for a in eqn.invars if isinstance(a, Var)):
+            reached.update(eqn.outvars)
+    return [isinstance(v, Var) and v in reached for v in jaxpr.outvars]
+
+
+def _linear_carries(jaxpr: ClosedJaxpr, linear: Sequence[bool], num_consts: int,
+                    num_carry: int) -> list[bool]:
+    """The carries a scan's body makes linear: those given linear, and (a fixpoint) those
+    whose update depends on a linear input."""
+    carry = list(linear[num_consts:num_consts + num_carry])
+    while True:
+        flags = [*linear[:num_consts], *carry, *linear[num_consts + num_carry:]]
+        reached = _depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])
+        grown = [a or b for a, b in zip(carry, reached)]
+        if grown == carry:
+            return carry
+        carry = grown
+
+
+def _scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool,
+                    num_consts: int, num_carry: int) -> list[Any]:
+    # A scan linear in its carry, in some constants and in some xs (the others,
+    # residuals, known): a scan the other way, carrying the carry's cotangent and
+    # the sums of the linear constants' cotangents, and stacking the linear xs'.
+    nk, nc = num_consts, num_carry
+    linear = [type(a) is UndefinedPrimal for a in args]
+    consts, init, xs = _split(args, nk, nc)
+    # A known initial carry that the body makes linear is a tangent that starts at
+    # zero (nothing else is linear): it is transposed as linear, its cotangent
+    # dropped. One that stays known runs a computation of its own, which a
+    # linear scan does not have: its scan was not split by linearization.
+    carry_lin = _linear_carries(jaxpr, linear, nk, nc)
+    if not all(carry_lin):
+        raise NotImplementedError(
+            "the transpose of a scan whose carry is partly not linear (a scan of forward mode's jvp, "
+            "transposed whole): differentiate it by linearizing it (grad, vjp) instead")
+    dropped = [not lin for lin in linear[nk:nk + nc]]
+    flags = (*linear[:nk], *[True] * nc, *linear[nk + nc:])
+    const_lin, _, xs_lin = _split(flags, nk, nc)
+    avals = jaxpr.out_avals
+    ct_carry = [d.zeros(a) if ct is None else ct for ct, a in zip(cts[:nc], avals[:nc])]
+    ct_ys = [d.zeros(ShapedArray((length, *a.shape), a.dtype)) if ct is None else ct
+             for ct, a in zip(cts[nc:], avals[nc:])]
+    lin_const_avals = [a.aval for a, lin in zip(consts, const_lin) if lin]
+    body = _transposed_body(jaxpr, flags, nk, nc)
+    acc = [d.zeros(a) for a in lin_const_avals]
+    known_consts = [c for c, lin in zip(consts, const_lin) if not lin]
+    known_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
+    outs = scan_p.bind(*known_consts, *acc, *ct_carry, *known_xs, *ct_ys, jaxpr=body, length=length,
+                       reverse=not reverse, num_consts=len(known_consts), num_carry=len(acc) + nc)
+    n_acc = len(acc)
+    ct_consts, ct_init, ct_xs = iter(outs[:n_acc]), outs[n_acc:n_acc + nc], iter(outs[n_acc + nc:])
+    return [*(next(ct_consts) if lin else None for lin in const_lin),
+            *(None if drop else ct for ct, drop in zip(ct_init, dropped)),
+            *(next(ct_xs) if lin else None for lin in xs_lin)]
+
+
+@cached_per_jaxpr
+def _transposed_body(jaxpr: ClosedJaxpr, linear: tuple[bool, ...], num_consts: int,
+                     num_carry: int) -> ClosedJaxpr:
+    """The body of a transposed scan: (known consts, sums of the linear consts'
+    cotangents, the carry's cotangent, known xs, the ys' cotangents) -> (the sums
+    updated, the cotangent of the carry before the step, the linear xs' cotangents)."""
+    nk, nc = num_consts, num_carry
+    const_lin, _, xs_lin = _split(linear, nk, nc)
+    transposed = transpose_jaxpr(jaxpr, linear)
+    in_avals = jaxpr.in_avals
+    const_avals, carry_avals, x_avals = _split(in_avals, nk, nc)
+    known_c = [a for a, lin in zip(const_avals, const_lin) if not lin]
+    lin_c = [a for a, lin in zip(const_avals, const_lin) if lin]
+    known_x = [a for a, lin in zip(x_avals, xs_lin) if not lin]
+    y_avals = jaxpr.out_avals[nc:]
+    counts = [len(known_c), len(lin_c), nc, len(known_x)]
+
+    def body(*args: Any) -> list[Any]:
+        a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
+        kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
+        cts_in = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
+        n_lc = len(lin_c)
+        ct_lc, ct_c, ct_lx = cts_in[:n_lc], cts_in[n_lc:n_lc + nc], cts_in[n_lc + nc:]
+        return [*(ew.add(s, t) for s, t in zip(sums, ct_lc)), *ct_c, *ct_lx]
+
+    return trace_to_jaxpr(body, [*known_c, *lin_c, *carry_avals, *known_x, *y_avals], "transpose of scan",
+                          fresh=True)
 
 
 jvp_rules[scan_p] = Linearization(_scan_jvp, _scan_linearize)
+transpose_rules[scan_p] = _scan_transpose
 
 
 def _scan_batch(args: list[Any], dims: list[Any], *, jaxpr: ClosedJaxpr, length: int, reverse: bool,

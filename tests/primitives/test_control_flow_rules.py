@@ -116,8 +116,28 @@ def test_checkpoint_in_a_scan_body_recomputes_each_step_in_the_backward_pass():
     xs = values((5, 3), "real", 2)
     np.testing.assert_allclose(fgrad.grad(kept)(xs), fgrad.grad(plain)(xs), rtol=1e-14)
     np.testing.assert_allclose(fgrad.jit(fgrad.grad(kept))(xs), fgrad.grad(plain)(xs), rtol=1e-14)
-    names = [e.primitive.name for e in fgrad.make_jaxpr(fgrad.grad(kept))(xs).eqns]
-    assert names.count("checkpoint") == 2 * 5  # each step's forward, and its recomputation
+    jaxpr = fgrad.make_jaxpr(fgrad.grad(kept))(xs)
+    # The loop stays a loop: the step's forward in the scan that runs now, its recomputation in the
+    # transposed scan, whatever the number of steps.
+    assert _count(jaxpr.jaxpr, "checkpoint") == 2 and _count(jaxpr.jaxpr, "scan") == 2
+    longer = fgrad.make_jaxpr(fgrad.grad(kept))(np.concatenate([xs] * 10))
+    assert len(longer.jaxpr.eqns) == len(jaxpr.jaxpr.eqns)
+    # What the forward scan stacks for the backward pass, after its carry and its ys: the
+    # checkpoint's inputs (c, x) alone, not tanh's derivative.
+    forward = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan")
+    assert [v.aval.shape for v in forward.outvars[2:]] == [(5, 3), (5, 3)]
+
+
+def _count(jaxpr, name):
+    """How many equations of primitive `name` `jaxpr` holds, in its sub-jaxprs too."""
+    from fgrad.ir.jaxpr import ClosedJaxpr, sub_jaxprs
+
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += eqn.primitive.name == name
+        for _, sub in sub_jaxprs(eqn):
+            total += _count(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub, name)
+    return total
 
 
 def _cond_in_cond(x):
