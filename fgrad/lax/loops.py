@@ -186,7 +186,7 @@ def _steps(tape: Any) -> list[Any]:
     scan's step of a stack of tapes (its residuals) is NumPy's element itself,
     the list."""
     steps = tape[()] if isinstance(tape, np.ndarray) else tape
-    return steps or []
+    return list(steps or [])
 
 
 def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
