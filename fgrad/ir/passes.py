@@ -888,6 +888,39 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
     return _rebuilt(closed, eqns, env, constvars, consts)
 
 
+# The higher-order primitives whose jaxprs run once per step, by name (this layer
+# does not import them): their bodies are optimized as programs of their own.
+LOOP_BODIES = frozenset({"scan", "while", "cond"})
+
+
+def optimized_bodies(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
+    """`closed` with the jaxprs of its loops and conds optimized (`optimize_jaxpr`),
+    each keeping its inputs and outputs; `closed` itself when none changes."""
+    eqns, changed = [], False
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name in LOOP_BODIES:
+            params = {k: _optimized_param(v, max_rounds) for k, v in eqn.params.items()}
+            if any(params[k] is not v for k, v in eqn.params.items()):
+                eqn = JaxprEqn(eqn.primitive, eqn.invars, eqn.outvars, params, eqn.source)
+                changed = True
+        eqns.append(eqn)
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
+
+
+def _optimized_param(value: Any, max_rounds: int) -> Any:
+    if isinstance(value, ClosedJaxpr):
+        new = optimize_jaxpr(value, max_rounds)
+        same = new.in_avals == value.in_avals and new.out_avals == value.out_avals
+        return new if same else value
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        new_values = tuple(_optimized_param(v, max_rounds) for v in value)
+        return value if all(a is b for a, b in zip(new_values, value)) else new_values
+    return value
+
+
 def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     """What `jit` runs on a staged jaxpr: nested calls inlined, then constant
     folding, simplification, identity products, summed and sliced products,
@@ -898,7 +931,7 @@ def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     >>> print(optimize_jaxpr(fgrad.make_jaxpr(f)(1.0)))
     { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = add b b in (c,) }
     """
-    closed = inline_calls(closed)
+    closed = optimized_bodies(inline_calls(closed), max_rounds)
     for _ in range(max_rounds):
         folded = fold_constants(closed)
         simplified = sliced_products(summed_products(identity_products(simplify_jaxpr(folded))))

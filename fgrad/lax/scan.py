@@ -31,21 +31,34 @@ from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray
 from ..core.libraries import current_library, generic_impls
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
-from ..core.trace import Primitive
+from ..core.trace import Primitive, ctx
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
 from ..ir.evaluate import eval_jaxpr
-from ..ir.jaxpr import ClosedJaxpr, Var
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
 from ..ir.passes import dce_closed_jaxpr
 from ..ir.staging import trace_to_jaxpr
-from ..primitives import batching
+from ..primitives import batching, indexing, linalg, shapes
 from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
+from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
+from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
-from ._common import assign, avals_of, check_same, indented, leaves_of, permuted, stack_now, stage
+from ._common import (
+    assign,
+    avals_of,
+    check_same,
+    concrete,
+    indented,
+    leaves_of,
+    permuted,
+    stack_now,
+    stacked,
+    stage,
+)
 from .loops import Pair, Parts
 
 __all__ = ["scan", "map", "scan_p"]
@@ -136,6 +149,11 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     # the other direction. Residuals that depend only on the constants (W in
     # h @ W) are computed once, not stacked.
     nk, nc = num_consts, num_carry
+    if _holds_a_while(jaxpr.jaxpr) and all(concrete(x) is not None for x in primals):
+        # A while_loop's reverse mode on a tape differentiates once: where the values are
+        # known, the steps are unrolled onto the differentiation instead, as the
+        # while_loop unrolls itself, so that higher derivatives work (eagerly).
+        return _scan_linearize_unrolled(trace, primals, tangents, jaxpr, length, reverse, nk, nc)
     consts, init, xs = _split(primals, nk, nc)
     const_t, init_t, xs_t = _split(tangents, nk, nc)
     split = _split_body(jaxpr, tuple(t is not None for t in tangents), nk, nc)
@@ -146,7 +164,8 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=split.known, length=length, reverse=reverse,
                        num_consts=nk, num_carry=nc)
     n_ys = len(jaxpr.out_avals) - nc
-    primals_out, stacked_res = outs[:nc + n_ys], outs[nc + n_ys:]
+    primals_out, stacked = outs[:nc + n_ys], outs[nc + n_ys:]
+    stacked_res = [stacked[k] if kind == "y" else xs[k] for kind, k in split.res_sources]
     carry_t = [t if t is not None else d.zeros(a.strip_weak_type())
                for t, a, nz in zip(init_t, jaxpr.in_avals[nk:nk + nc], split.carry_nonzeros) if nz]
     linear_args = [*invariant, *(t for t in const_t if t is not None), *carry_t, *stacked_res,
@@ -158,15 +177,50 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     return primals_out, [next(it) if nz else None for nz in split.out_nonzeros]
 
 
+def _holds_a_while(jaxpr: Jaxpr) -> bool:
+    """Whether `jaxpr` has a while_loop, in a sub-jaxpr too."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            return True
+        if any(_holds_a_while(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub) for _, sub in sub_jaxprs(eqn)):
+            return True
+    return False
+
+
+def _scan_linearize_unrolled(trace: LinearizeTrace, primals: list[Any], tangents: list[Any],
+                             jaxpr: ClosedJaxpr, length: int, reverse: bool, num_consts: int,
+                             num_carry: int) -> Pair:
+    """Reverse mode of a scan as its steps one after the other, each differentiated
+    with its equations' own rules: residuals are those of `length` steps."""
+    consts, carry, xs = _split(with_tangents(trace, primals, tangents), num_consts, num_carry)
+    ys: list[list[Any]] = []
+    prev, ctx.trace = ctx.trace, trace  # slicing and stacking are differentiated too
+    try:
+        for i in (range(length - 1, -1, -1) if reverse else range(length)):
+            slices = [indexing.getitem(x, idx=StaticIndex((i,))) for x in xs]
+            outs = run_on(trace, jaxpr, [*consts, *carry, *slices])
+            carry, y = outs[:num_carry], outs[num_carry:]
+            ys.append(y)
+        if reverse:
+            ys.reverse()
+        stacked_ys = [stacked([y[k] for y in ys]) if length else stack_now([], a)
+                      for k, a in enumerate(jaxpr.out_avals[num_carry:])]
+    finally:
+        ctx.trace = prev
+    return split_tangents(trace, [*carry, *stacked_ys])
+
+
 class _Split:
     """Reverse mode's parts of a scan's body (see `_split_body`)."""
 
-    __slots__ = ("known", "invariant", "linear", "carry_nonzeros", "out_nonzeros")
+    __slots__ = ("known", "invariant", "linear", "carry_nonzeros", "out_nonzeros", "res_sources")
 
     def __init__(self, known: ClosedJaxpr, invariant: ClosedJaxpr | None, linear: ClosedJaxpr,
-                 carry_nonzeros: tuple[bool, ...], out_nonzeros: tuple[bool, ...]) -> None:
+                 carry_nonzeros: tuple[bool, ...], out_nonzeros: tuple[bool, ...],
+                 res_sources: _Sources) -> None:
         self.known, self.invariant, self.linear = known, invariant, linear
         self.carry_nonzeros, self.out_nonzeros = carry_nonzeros, out_nonzeros
+        self.res_sources = res_sources
 
 
 @cached_per_jaxpr
@@ -206,6 +260,10 @@ def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int,
 
         invariant = trace_to_jaxpr(invariant_part, consts_avals, "linearize of scan", fresh=True)
         known = dce_closed_jaxpr(known, [True] * n_out + [not f for f in fixed])
+    # A varying residual that is an x itself, or one stacked already, is not stacked again.
+    kj = known.jaxpr
+    kept, res_sources = _stacked_once(kj.outvars[n_out:], kj.invars[nk + nc:])
+    known = ClosedJaxpr(Jaxpr(kj.constvars, kj.invars, [*kj.outvars[:n_out], *kept], kj.eqns), known.consts)
     # linear's inputs: residuals (in known's order), then the tangents of (consts, carry, xs)
     res_fixed = [i for i, f in enumerate(fixed) if f]
     res_varying = [i for i, f in enumerate(fixed) if not f]
@@ -213,7 +271,27 @@ def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int,
     t0 = num_res
     order = [*res_fixed, *range(t0, t0 + n_ct), *range(t0 + n_ct, t0 + n_ct + n_carry_t), *res_varying,
              *range(t0 + n_ct + n_carry_t, t0 + sum(nz))]
-    return _Split(known, invariant, permuted(linear, order), tuple(carry_nz), tuple(out_nz))
+    return _Split(known, invariant, permuted(linear, order), tuple(carry_nz), tuple(out_nz), res_sources)
+
+
+_Sources = tuple[tuple[str, int], ...]  # where each stacked value is found (see _stacked_once)
+
+
+def _stacked_once(values: Sequence[Any], xs: Sequence[Var]) -> tuple[list[Any], _Sources]:
+    """What a scan's body must return for the scan to stack `values` (one per step):
+    each value once, none that is one of its `xs`. With where each value is then
+    found: ("y", k), the k-th of those returned, or ("x", j), the j-th x."""
+    kept: list[Any] = []
+    sources = []
+    for v in values:
+        if isinstance(v, Var) and v in xs:
+            sources.append(("x", xs.index(v)))
+        elif any(v is w for w in kept):
+            sources.append(("y", next(k for k, w in enumerate(kept) if v is w)))
+        else:
+            sources.append(("y", len(kept)))
+            kept.append(v)
+    return kept, tuple(sources)
 
 
 def _depends_on(jaxpr: Any, inputs: Any) -> list[bool]:
@@ -263,47 +341,130 @@ def _scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, length: int,
     ct_carry = [d.zeros(a) if ct is None else ct for ct, a in zip(cts[:nc], avals[:nc])]
     ct_ys = [d.zeros(ShapedArray((length, *a.shape), a.dtype)) if ct is None else ct
              for ct, a in zip(cts[nc:], avals[nc:])]
+    body, hoisted, piece_sources = _transposed_body(jaxpr, flags, nk, nc)
     lin_const_avals = [a.aval for a, lin in zip(consts, const_lin) if lin]
-    body = _transposed_body(jaxpr, flags, nk, nc)
-    acc = [d.zeros(a) for a in lin_const_avals]
+    acc = [d.zeros(a) for a, how in zip(lin_const_avals, hoisted) if how is None]
     known_consts = [c for c, lin in zip(consts, const_lin) if not lin]
     known_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     outs = scan_p.bind(*known_consts, *acc, *ct_carry, *known_xs, *ct_ys, jaxpr=body, length=length,
                        reverse=not reverse, num_consts=len(known_consts), num_carry=len(acc) + nc)
-    n_acc = len(acc)
-    ct_consts, ct_init, ct_xs = iter(outs[:n_acc]), outs[n_acc:n_acc + nc], iter(outs[n_acc + nc:])
-    return [*(next(ct_consts) if lin else None for lin in const_lin),
+    n_acc, n_lx = len(acc), sum(xs_lin)
+    sums, ct_init = iter(outs[:n_acc]), outs[n_acc:n_acc + nc]
+    ct_xs, stacked = iter(outs[n_acc + nc:n_acc + nc + n_lx]), outs[n_acc + nc + n_lx:]
+    pieces = iter([stacked[k] if kind == "y" else known_xs[k] for kind, k in piece_sources])
+    ct_consts = [next(sums) if how is None else _sum_of_products(how, next(pieces), next(pieces))
+                 for how in hoisted]
+    it = iter(ct_consts)
+    return [*(next(it) if lin else None for lin in const_lin),
             *(None if drop else ct for ct, drop in zip(ct_init, dropped)),
             *(next(ct_xs) if lin else None for lin in xs_lin)]
 
 
+def _sum_of_products(how: str, us: Any, vs: Any) -> Any:
+    """The sum over the steps of the products a transposed body made at each: for
+    "outer", u_t v_t^T of vectors, for "matmul", u_t^T v_t of matrices; one product
+    of the stacked pieces, rather than one per step summed in the loop."""
+    if how == "matmul":  # (T, m, k), (T, m, n): rows of all the steps at once
+        t, m, k = us.aval.shape if isinstance(us, UndefinedPrimal) else _shape(us)
+        n = _shape(vs)[-1]
+        us = shapes.reshape(us, new_shape=(t * m, k))
+        vs = shapes.reshape(vs, new_shape=(t * m, n))
+    return linalg.matmul(shapes.transpose(us, axes=(1, 0)), vs)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    from ..core.avals import get_aval
+
+    return get_aval(x).shape
+
+
 @cached_per_jaxpr
 def _transposed_body(jaxpr: ClosedJaxpr, linear: tuple[bool, ...], num_consts: int,
-                     num_carry: int) -> ClosedJaxpr:
+                     num_carry: int) -> tuple[ClosedJaxpr, tuple[str | None, ...], _Sources]:
     """The body of a transposed scan: (known consts, sums of the linear consts'
     cotangents, the carry's cotangent, known xs, the ys' cotangents) -> (the sums
-    updated, the cotangent of the carry before the step, the linear xs' cotangents)."""
+    updated, the cotangent of the carry before the step, the linear xs' cotangents,
+    then the pieces of the hoisted products).
+
+    A linear constant's cotangent that is, at each step, a product of two values
+    of the step (a weight's in a recurrence: u_t v_t^T, or u_t^T v_t) is not summed
+    in the loop: the body returns the two pieces, stacked by the scan, and one
+    product of the stacks makes the sum (`_sum_of_products`). The second value
+    returned says, for each linear constant, "outer", "matmul", or None (summed);
+    the third where each piece is found (`_stacked_once`): a known x is not stacked again."""
     nk, nc = num_consts, num_carry
     const_lin, _, xs_lin = _split(linear, nk, nc)
     transposed = transpose_jaxpr(jaxpr, linear)
-    in_avals = jaxpr.in_avals
-    const_avals, carry_avals, x_avals = _split(in_avals, nk, nc)
+    n_lc = sum(const_lin)
+    hoisted, pieces = _hoistable_products(transposed.jaxpr, n_lc)
+    tj = transposed.jaxpr
+    n_kc = const_lin.count(False)
+    kept, piece_sources = _stacked_once([v for pair in pieces for v in pair],
+                                        tj.invars[n_kc:n_kc + xs_lin.count(False)])
+    summed = [v for v, how in zip(tj.outvars[:n_lc], hoisted) if how is None]
+    outvars = [*summed, *tj.outvars[n_lc:], *kept]
+    transposed = dce_closed_jaxpr(ClosedJaxpr(Jaxpr(tj.constvars, tj.invars, outvars, tj.eqns),
+                                              transposed.consts))
+    const_avals, carry_avals, x_avals = _split(jaxpr.in_avals, nk, nc)
     known_c = [a for a, lin in zip(const_avals, const_lin) if not lin]
     lin_c = [a for a, lin in zip(const_avals, const_lin) if lin]
+    summed_c = [a for a, how in zip(lin_c, hoisted) if how is None]
     known_x = [a for a, lin in zip(x_avals, xs_lin) if not lin]
     y_avals = jaxpr.out_avals[nc:]
-    counts = [len(known_c), len(lin_c), nc, len(known_x)]
+    counts = [len(known_c), len(summed_c), nc, len(known_x)]
 
     def body(*args: Any) -> list[Any]:
         a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
         kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
-        cts_in = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
-        n_lc = len(lin_c)
-        ct_lc, ct_c, ct_lx = cts_in[:n_lc], cts_in[n_lc:n_lc + nc], cts_in[n_lc + nc:]
-        return [*(ew.add(s, t) for s, t in zip(sums, ct_lc)), *ct_c, *ct_lx]
+        outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
+        n_s = len(sums)
+        return [*(ew.add(s, t) for s, t in zip(sums, outs[:n_s])), *outs[n_s:]]
 
-    return trace_to_jaxpr(body, [*known_c, *lin_c, *carry_avals, *known_x, *y_avals], "transpose of scan",
-                          fresh=True)
+    closed = trace_to_jaxpr(body, [*known_c, *summed_c, *carry_avals, *known_x, *y_avals],
+                            "transpose of scan", fresh=True)
+    return closed, hoisted, piece_sources
+
+
+def _hoistable_products(jaxpr: Jaxpr, n_outputs: int) -> tuple[tuple[str | None, ...], list[tuple[Var, Var]]]:
+    """Which of the first `n_outputs` outputs of `jaxpr` are a product of two of its
+    values that a stack can make at once: mul(reshape(u, (k, 1)), v) of vectors
+    ("outer"), or matmul(transpose(u), v) of matrices ("matmul"); and those pairs."""
+    producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    uses: dict[Var, int] = {}
+    for eqn in jaxpr.eqns:
+        for a in eqn.invars:
+            if isinstance(a, Var):
+                uses[a] = uses.get(a, 0) + 1
+    kinds: list[str | None] = []
+    pairs: list[tuple[Var, Var]] = []
+    for out in jaxpr.outvars[:n_outputs]:
+        kind = _product_kind(out, producer, uses)
+        kinds.append(kind)
+        if kind is not None:
+            first, second = producer[out].invars  # type: ignore[index]
+            pairs.append((producer[first].invars[0], second))  # type: ignore[index, arg-type]
+    return tuple(kinds), pairs
+
+
+def _product_kind(out: Any, producer: dict[Var, JaxprEqn], uses: dict[Var, int]) -> str | None:
+    """"outer" or "matmul" if `out` is such a product (see `_hoistable_products`), else None."""
+    eqn = producer.get(out) if isinstance(out, Var) else None
+    if eqn is None or len(eqn.invars) != 2 or not all(isinstance(a, Var) for a in eqn.invars):
+        return None
+    first, second = eqn.invars
+    inner = producer.get(first)  # type: ignore[arg-type]
+    if inner is None or not isinstance(inner.invars[0], Var) or uses.get(first) != 1:  # type: ignore[arg-type]
+        return None
+    u = inner.invars[0]
+    if u.aval.dtype != out.aval.dtype or second.aval.dtype != out.aval.dtype:
+        return None
+    if (eqn.primitive is ew.mul_p and inner.primitive is shapes.reshape_p and u.aval.ndim == 1
+            and second.aval.ndim == 1 and inner.params["new_shape"] == (u.aval.shape[0], 1)):
+        return "outer"
+    if (eqn.primitive is linalg.matmul_p and inner.primitive is shapes.transpose_p
+            and inner.params["axes"] == (1, 0) and u.aval.ndim == 2 and second.aval.ndim == 2):
+        return "matmul"
+    return None
 
 
 jvp_rules[scan_p] = Linearization(_scan_jvp, _scan_linearize)

@@ -98,6 +98,11 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
             return [_cast(matmul(ct, shapes.transpose(b, axes=(1, 0))), a_aval), None]
         # matrix @ vector: the cotangent of the matrix is the outer product
         return [_cast(elementwise.mul(shapes.reshape(ct, new_shape=(ct.shape[0], 1)), b), a_aval), None]
+    if a_aval.ndim == 1 and b_aval.ndim == 2:  # vector @ matrix (a loop's h @ W): no reshapes
+        if a_linear:
+            return [_cast(matmul(ct, shapes.transpose(b, axes=(1, 0))), a_aval), None]
+        # the cotangent of the matrix is the outer product of a and ct
+        return [None, _cast(elementwise.mul(shapes.reshape(a, new_shape=(a_aval.shape[0], 1)), ct), b_aval)]
     a2, b2 = _matrix_aval(a_aval, left=True), _matrix_aval(b_aval, left=False)
     # Work on the 2-d forms: put back the axes that 1-d operands took out of ct.
     ct_shape = (*broadcast_shapes(a2.shape[:-2], b2.shape[:-2]), a2.shape[-2], b2.shape[-1])
