@@ -182,7 +182,8 @@ def _holds_a_while(jaxpr: Jaxpr) -> bool:
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "while":
             return True
-        if any(_holds_a_while(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub) for _, sub in sub_jaxprs(eqn)):
+        subs = [sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for _, sub in sub_jaxprs(eqn)]
+        if any(_holds_a_while(sub) for sub in subs):
             return True
     return False
 
