@@ -11,6 +11,7 @@ Python code.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -48,14 +49,15 @@ class _Entry:
     """One traced version: the closure-converted jaxpr, what it closed over
     (operands before the arguments) and the structure of its output."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "run")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "run")
 
     def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef,
-                 donated: tuple[bool, ...]) -> None:
+                 donated: tuple[bool, ...], arg_names: list[str]) -> None:
         self.jaxpr = jaxpr
         self.consts = consts
         self.out_tree = out_tree
         self.donated = donated  # per input of the jaxpr, if any argument is donated; else ()
+        self.arg_names = arg_names  # of the argument leaves, for messages
         self.run: Callable[..., list[Any]] | None = None  # its generated code, once it ran eagerly
 
 
@@ -71,7 +73,14 @@ class Lowered:
         self.out_tree = entry.out_tree
 
     def as_text(self) -> str:
-        return compile_jaxpr(self.jaxpr).source
+        """The Python source each call runs, after a comment saying what its
+        names are: each parameter (an argument's leaf, or a value the
+        function closes over), constant, implementation and parameters."""
+        compiled = compile_jaxpr(self.jaxpr)
+        fun, entry = self._jitted.fun, self._entry
+        inputs = [*_closed_over_names(fun, entry.consts),
+                  *(f"argument `{n}`" if not n.startswith("argument ") else n for n in entry.arg_names)]
+        return f"{compiled.header(inputs)}\n{compiled.source}"
 
     def compile(self) -> Compiled:
         return Compiled(self._jitted, self._entry)
@@ -252,8 +261,8 @@ class Jitted:
         # In a context of its own (below evaluation), so that the jaxpr does not
         # depend on the transforms around this call: their tracers it closes
         # over become operands.
-        trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name,
-                             arg_names=_arg_names(fun, args, dyn_nums, kwargs, dyn_names),
+        names = _arg_names(fun, args, dyn_nums, kwargs, dyn_names)
+        trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name, arg_names=names,
                              advice=_ABSTRACT_ADVICE)
         with tracing(trace):
             outs = flat_fun(*[trace.new_arg(a) for a in avals])
@@ -272,7 +281,7 @@ class Jitted:
             flags = [i in given for i in dyn_nums for _ in tree_flatten(args[i])[0]]
             flags += [False] * (len(jaxpr.jaxpr.invars) - len(consts) - len(flags))
             donated = (False,) * len(consts) + tuple(flags)
-        return _Entry(jaxpr, consts, store.tree, donated)
+        return _Entry(jaxpr, consts, store.tree, donated, names)
 
 
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
@@ -367,6 +376,36 @@ def _arg_names(fun: Callable[..., Any], args: tuple[Any, ...], dyn_nums: tuple[i
     for k in dyn_names:
         names.extend(k + path for path in _leaf_paths(kwargs[k]))
     return names
+
+
+def _closed_over_names(fun: Callable[..., Any], consts: list[Any]) -> list[str]:
+    """What each constant of a traced version is, in words: an attribute of a
+    bound method's object, a variable the function closes over, or a global
+    it reads, when the constant is that very object (a value folded from
+    them while tracing is none of these)."""
+    places: dict[int, str] = {}
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    if inspect.ismethod(fun):
+        owner = getattr(fun.__self__, "__dict__", {})
+        for k, v in owner.items():
+            places.setdefault(id(v), f"`self.{k}`, an attribute of the method's object")
+        fun = fun.__func__
+    code = getattr(fun, "__code__", None)
+    if code is not None:
+        for k, cell in zip(code.co_freevars, getattr(fun, "__closure__", None) or ()):
+            with contextlib.suppress(ValueError):  # an empty cell has no contents
+                places.setdefault(id(cell.cell_contents), f"`{k}`, a variable the function closes over")
+        names, todo = set(), [code]
+        while todo:  # the globals it (or a function defined in it) names
+            c = todo.pop()
+            names.update(c.co_names)
+            todo.extend(x for x in c.co_consts if inspect.iscode(x))
+        scope = getattr(fun, "__globals__", {})
+        for k in sorted(names & scope.keys()):
+            places.setdefault(id(scope[k]), f"`{k}`, a global the function reads")
+    return [places.get(id(c), "a constant of the trace (a value the function closes over, or made from one)")
+            for c in consts]
 
 
 def _leaf_paths(x: Any) -> list[str]:

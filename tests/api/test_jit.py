@@ -255,8 +255,67 @@ def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
     text = str(lowered.jaxpr)
     assert "mul 1.0" not in text and "neg 1.0" not in text
     assert len(lowered.jaxpr.eqns) < len(fgrad.make_jaxpr(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0).eqns)
-    assert lowered.as_text().startswith("def jitted(v0, v1):")
+    assert "\ndef jitted(v0, v1):\n" in lowered.as_text()
     assert fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0) == (5.5, pytest.approx(-146.4131591025766, rel=1e-14))
+
+
+W = np.arange(6.0).reshape(2, 3)
+
+
+def test_the_source_begins_with_a_comment_saying_what_each_name_is():
+    from fgrad import lax
+
+    b = np.array([1.0, -2.0, 3.0])
+
+    def g(x, p):
+        y = fnp.sum(x @ W, axis=0) * p["s"] + b
+        ys = lax.scan(lambda c, a: (c + fnp.sin(a), c * 2.0), 0.0, y)[1]
+        return lax.while_loop(lambda c: c < 10.0, lambda c: c * 3.0, 1.0) + ys
+
+    text = fgrad.jit(g).lower(np.ones((4, 2)), {"s": 2.0}).as_text()
+    header, source = text.split("\ndef jitted", 1)
+    assert header.splitlines() == [
+        "# v0: `W`, a global the function reads, f64[2,3]",
+        "# v1: `b`, a variable the function closes over, f64[3]",
+        "# v2: argument `x`, f64[4,2]",
+        "# v3: argument `p['s']`, f64[]",
+        "# f0: matmul's implementation",
+        "# f1: reduce_sum's implementation",
+        "# p0: reduce_sum's parameters: axes=(0,)",
+        "# k0: 0.0, f64[]",
+        "# f2: sin's implementation, in the body of scan",
+        "# k1: 2.0, f64[] (a Python scalar), in the body of scan",
+        "# k2: [0., 0., 0.], f64[3]",
+        "# k3: 1.0, f64[]",
+        "# k4: 10.0, f64[] (a Python scalar), in the condition of while_loop",
+        "# f3: lt's implementation, in the condition of while_loop",
+        "# k5: 3.0, f64[] (a Python scalar), in the body of while_loop",
+        "# tN: a loop's own variables (its step, the lists its outputs are collected in)",
+    ]
+    # Only a comment before the source the call runs.
+    from fgrad.ir.codegen import compile_jaxpr
+
+    lowered = fgrad.jit(g).lower(np.ones((4, 2)), {"s": 2.0})
+    assert text == header + "\n" + compile_jaxpr(lowered.jaxpr).source
+    assert all(line.startswith("# ") for line in header.splitlines())
+
+
+def test_the_header_names_attributes_buffers_and_python_floats():
+    class Layer:
+        def __init__(self):
+            self.w = np.linspace(0.0, 1.0, 10)
+
+        def apply(self, x):
+            return x * self.w
+
+    header = fgrad.jit(Layer().apply).lower(np.ones(10)).as_text().split("\ndef")[0]
+    assert header == "# v0: `self.w`, an attribute of the method's object, f64[10]\n# v1: argument `x`, f64[10]"
+    large = fgrad.jit(lambda x: fnp.sum(fnp.exp(fnp.sin(x) * 2.0) + x)).lower(np.ones((300, 300))).as_text()
+    assert "# f1: mul as numpy.multiply (into a buffer)\n" in large and "f1(v1, k0, out=v1)" in large
+    scalar = fgrad.jit(lambda x: fnp.log(fnp.sin(x) * x + 1.0)).lower(0.5).as_text()
+    assert "# wN: the value of vN as a Python float" in scalar
+    folded = fgrad.jit(lambda x: x + W.T @ np.ones(2)).lower(np.ones(3)).as_text()
+    assert folded.startswith("# v0: a constant of the trace (a value the function closes over, or made from one)")
 
 
 def test_explain_cache_misses_says_what_changed(caplog):
