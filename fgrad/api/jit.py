@@ -16,6 +16,7 @@ import functools
 import inspect
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, overload
@@ -238,7 +239,7 @@ class Jitted:
         if last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
             _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
-        entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals)
+        entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals, operands)
         if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
             with self._lock:
                 self._cache[key] = entry
@@ -247,7 +248,9 @@ class Jitted:
         return entry, operands
 
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
-               dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray]) -> _Entry:
+               dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray],
+               operands: list[Any]) -> _Entry:
+        start = time.perf_counter()
         fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self.static_argnames}
 
         def positional(dyn_args: tuple[Any, ...], dyn_kw: dict[str, Any]) -> Any:
@@ -267,6 +270,7 @@ class Jitted:
         with tracing(trace):
             outs = flat_fun(*[trace.new_arg(a) for a in avals])
         closed = trace.to_jaxpr(outs)
+        traced = time.perf_counter()
         if any(isinstance(c, Tracer) for c in closed.consts):
             # What it closed over of a caller's transform becomes inputs first,
             # so that folding never computes with them.
@@ -281,7 +285,26 @@ class Jitted:
             flags = [i in given for i in dyn_nums for _ in tree_flatten(args[i])[0]]
             flags += [False] * (len(jaxpr.jaxpr.invars) - len(consts) - len(flags))
             donated = (False,) * len(consts) + tuple(flags)
-        return _Entry(jaxpr, consts, store.tree, donated, names)
+        optimised = time.perf_counter()
+        entry = _Entry(jaxpr, consts, store.tree, donated, names)
+        generated = None
+        if ctx.trace is EVAL_TRACE and library_of([*consts, *operands]) is None:
+            # The call runs this code now (its generation is cached per jaxpr):
+            # generated here, so that the time it takes is counted too.
+            if donated:
+                compile_jaxpr(jaxpr, donated)
+            else:
+                compile_jaxpr(jaxpr)
+            generated = time.perf_counter()
+        total = (generated or optimised) - start
+        if total > config.log_compiles_slower_than:
+            steps = f"trace {traced - start:.3f} s, optimise {optimised - traced:.3f} s"
+            if generated is not None:
+                steps += f", generate code {generated - optimised:.3f} s"
+            n_traced, n_now = len(closed.jaxpr.eqns), len(jaxpr.jaxpr.eqns)
+            _log.warning("jit of %s took %.3f s to compile a version of %d equations (%d after "
+                         "optimising): %s", self.name, total, n_traced, n_now, steps)
+        return entry
 
 
 _SCALAR_TYPES = frozenset({float, int, bool, complex})

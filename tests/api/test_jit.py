@@ -3,6 +3,7 @@ keywords), the cache, abstract values inside, its errors, and composition with
 every transformation, each against the same function without jit."""
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -343,6 +344,35 @@ def test_explain_cache_misses_says_what_changed(caplog):
         fgrad.config.update("explain", True)
     with pytest.raises(TypeError, match="takes True or False"):
         fgrad.config.update("explain_cache_misses", 1)
+
+
+def test_a_slow_compile_says_so(caplog):
+    def slowish(x, y):
+        return fnp.sum(fnp.sin(x) * y) + 1.0
+
+    assert fgrad.config.log_compiles_slower_than == 1.0
+    with caplog.at_level("WARNING", logger="fgrad.jit"):
+        fgrad.jit(slowish)(np.ones(3), 2.0)  # well under a second: nothing said
+        assert not caplog.records
+        fgrad.config.update("log_compiles_slower_than", 0)
+        try:
+            jitted = fgrad.jit(slowish)
+            jitted(np.ones(3), 2.0)
+            jitted(np.ones(3), 3.0)  # no compile: nothing said
+            fgrad.grad(fgrad.jit(slowish))(np.ones(3), 2.0)  # under grad no code is generated now
+        finally:
+            fgrad.config.update("log_compiles_slower_than", 1.0)
+    first, under_grad = (r.getMessage() for r in caplog.records)
+    assert caplog.records[0].levelname == "WARNING" and caplog.records[0].name == "fgrad.jit"
+    pattern = (r"jit of slowish took \d+\.\d{3} s to compile a version of 4 equations \(4 after optimising\): "
+               r"trace \d+\.\d{3} s, optimise \d+\.\d{3} s")
+    assert re.fullmatch(pattern + r", generate code \d+\.\d{3} s", first), first
+    assert re.fullmatch(pattern, under_grad), under_grad
+    with pytest.raises(TypeError, match="takes a number of seconds"):
+        fgrad.config.update("log_compiles_slower_than", "1")
+    fgrad.config.update("log_compiles_slower_than", None)  # never
+    assert fgrad.config.log_compiles_slower_than == float("inf")
+    fgrad.config.update("log_compiles_slower_than", 1.0)
 
 
 def test_a_jitted_method_takes_self_as_a_static_argument():
