@@ -50,15 +50,16 @@ class _Entry:
     """One traced version: the closure-converted jaxpr, what it closed over
     (operands before the arguments) and the structure of its output."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "run")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "attrs", "run")
 
     def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef,
-                 donated: tuple[bool, ...], arg_names: list[str]) -> None:
+                 donated: tuple[bool, ...], arg_names: list[str], attrs: dict[str, Any] | None) -> None:
         self.jaxpr = jaxpr
         self.consts = consts
         self.out_tree = out_tree
         self.donated = donated  # per input of the jaxpr, if any argument is donated; else ()
         self.arg_names = arg_names  # of the argument leaves, for messages
+        self.attrs = attrs  # of the method's object when it was traced (see _MethodJitted)
         self.run: Callable[..., list[Any]] | None = None  # its generated code, once it ran eagerly
 
 
@@ -101,6 +102,12 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         entry, operands = self._jitted._prepare(args, kwargs, trace=False)
+        if entry is None and self._jitted._stale(self._entry):
+            raise TypeError(
+                f"this compiled version of {self._jitted.name} was traced with other attributes of its "
+                f"object: {self._jitted._why_stale(self._entry)}. Call the jitted function itself, which "
+                "traces again when they change."
+            )
         if entry is not self._entry:
             n = len(self._entry.consts)
             want = ", ".join(a.str_short() for a in self._entry.jaxpr.in_avals[n:])
@@ -157,6 +164,10 @@ class Jitted:
             if entry is not None and entry.run is not None:
                 outs = entry.run(*entry.consts, *args)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+        return self._call(key, args, kwargs)
+
+    def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call that the fast path (`key`: its key, if it has one) did not run."""
         entry, operands = self._prepare(args, kwargs)
         # Another array library's arrays (operands, or constants the function
         # closed over): run there, equation by equation, never the NumPy code.
@@ -190,6 +201,17 @@ class Jitted:
         entry, _ = self._prepare(args, kwargs)
         assert entry is not None
         return Lowered(self, entry)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        """The attributes a version is traced with, for `_stale` (None: not watched)."""
+        return None
+
+    def _stale(self, entry: _Entry) -> bool:
+        """Whether `entry` was traced with other attributes than its object has now."""
+        return False
+
+    def _why_stale(self, entry: _Entry) -> str:
+        return ""
 
     def clear_cache(self) -> None:
         """Forget every traced version: the next call traces again."""
@@ -232,11 +254,16 @@ class Jitted:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
-                return entry, operands
             last = next(reversed(self._cache), None)
+        stale = entry is not None and self._stale(entry)
+        if entry is not None and not stale:
+            return entry, operands
         if not trace:
             return None, operands
-        if last is not None and config.explain_cache_misses:
+        if stale and config.explain_cache_misses:
+            assert entry is not None
+            _log.warning("jit of %s traces again: %s", self.name, self._why_stale(entry))
+        elif last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
             _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
         entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals, operands)
@@ -286,7 +313,7 @@ class Jitted:
             flags += [False] * (len(jaxpr.jaxpr.invars) - len(consts) - len(flags))
             donated = (False,) * len(consts) + tuple(flags)
         optimised = time.perf_counter()
-        entry = _Entry(jaxpr, consts, store.tree, donated, names)
+        entry = _Entry(jaxpr, consts, store.tree, donated, names, self._snapshot())
         generated = None
         if ctx.trace is EVAL_TRACE and library_of([*consts, *operands]) is None:
             # The call runs this code now (its generation is cached per jaxpr):
@@ -305,6 +332,58 @@ class Jitted:
             _log.warning("jit of %s took %.3f s to compile a version of %d equations (%d after "
                          "optimising): %s", self.name, total, n_traced, n_now, steps)
         return entry
+
+
+class _MethodJitted(Jitted):
+    """`jit` of a bound method, `jit(obj.method)`: its object's attributes are
+    part of what a version is traced for. Each version keeps a copy of
+    `vars(obj)` as it was when it traced, and a call whose attributes are no
+    longer the same objects (or equal to them) traces again, as a call with
+    new shapes does. Checked on every call, by one comparison of two dicts
+    (identity first, so about 50 ns); a change made in place to a value (an
+    array's elements, a list's items) is not seen.
+    """
+
+    def __init__(self, fun: Callable[..., Any], *options: Any) -> None:
+        super().__init__(fun, *options)
+        self._owner = fun.__self__  # type: ignore[attr-defined]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
+        if key is not None:
+            entry = self._fast.get(key)
+            if entry is not None and entry.run is not None:
+                try:
+                    same = self._owner.__dict__ == entry.attrs
+                except Exception:  # an array rebound to another of more than one element
+                    same = False
+                if same:
+                    outs = entry.run(*entry.consts, *args)
+                    return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+        return self._call(key, args, kwargs)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        return dict(vars(self._owner))
+
+    def _stale(self, entry: _Entry) -> bool:
+        try:
+            return vars(self._owner) != entry.attrs
+        except Exception:
+            return True
+
+    def _why_stale(self, entry: _Entry) -> str:
+        """Which attribute differs from those `entry` was traced with, in words."""
+        old, new, missing = entry.attrs or {}, vars(self._owner), object()
+        for k in [*old, *(k for k in new if k not in old)]:
+            a, b = old.get(k, missing), new.get(k, missing)
+            if a is b:
+                continue
+            if a is missing:
+                return f"the method's object has a new attribute `{k}`"
+            if b is missing:
+                return f"the method's object no longer has its attribute `{k}`"
+            return f"attribute `{k}` of the method's object was rebound to another value"
+        return "the attributes of the method's object changed"
 
 
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
@@ -452,11 +531,18 @@ def jit(
     arrays (of an array they are views of, too) may hold results afterwards,
     so that large temporaries need no fresh memory. Called under a transform,
     nothing is donated.
-    Arrays it closes over are captured by reference when it traces: pass an
-    array that changes between calls as an argument, since a later call may
-    or may not see a change made in place. Python values it reads (globals,
-    attributes) are read once, when it traces, as in JAX. Up to 64 traced
-    versions are kept per jitted function; `clear_cache()` drops them.
+    Python values it reads (globals, attributes, closed-over variables) are
+    read once, when it traces, as in JAX; so are arrays it closes over, which
+    are constants of the traced version: a later call may or may not see a
+    change made to one in place (not where the trace computed with its values,
+    e.g. `x * w` with `w` all ones is `x`). Pass what changes between calls as
+    an argument. One exception: `jit(obj.method)` traces again when an
+    attribute of `obj` (`vars(obj)`, any of them) is rebound to a value that
+    is neither the same object nor equal to it (`obj.w = new_w`), at the cost
+    of one comparison of two dicts per call; changes in place inside an
+    attribute (its array's elements, its list's items, an attribute of an
+    attribute) are not seen. Up to 64 traced versions are kept per jitted
+    function; `clear_cache()` drops them.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)
@@ -472,4 +558,6 @@ def jit(
         return lambda f: jit(f, static_argnums=nums, static_argnames=names, donate_argnums=donate)
     if not callable(fun):
         raise TypeError(f"jit expects a function, but got {type(fun).__name__}: {fun!r}")
+    if inspect.ismethod(fun) and isinstance(getattr(fun.__self__, "__dict__", None), dict):
+        return _MethodJitted(fun, nums, names, donate)
     return Jitted(fun, nums, names, donate)

@@ -400,6 +400,58 @@ def test_a_jitted_method_takes_self_as_a_static_argument():
         Scale(3.0).apply_dynamic(2.0)
 
 
+class Affine:
+    def __init__(self):
+        self.w = np.array([1.0, 2.0, 3.0])
+        self.scale = 2.0
+        self.traces = []
+
+    def apply(self, x):
+        self.traces.append(1)  # a list changed in place: the same object
+        return fnp.sum(x * self.w) * self.scale
+
+
+def test_a_jitted_bound_method_traces_again_when_its_object_s_attributes_are_rebound(caplog):
+    layer = Affine()
+    apply = fgrad.jit(layer.apply)
+    x = np.ones(3)
+    assert apply(x) == 12.0 and apply(x) == 12.0 and len(layer.traces) == 1  # unchanged: no new trace
+    layer.w = np.array([1.0, 1.0, 1.0])
+    assert apply(x) == 6.0 and len(layer.traces) == 2
+    layer.scale = 3.0
+    assert apply(x) == 9.0 and len(layer.traces) == 3
+    layer.scale = 3.0  # another float, equal to the one traced with
+    assert apply(x) == 9.0 and apply(np.full(3, 2.0)) == 18.0 and len(layer.traces) == 3
+    layer.w = np.array([4.0])  # one element, broadcast
+    assert apply(x) == 36.0 and len(layer.traces) == 4
+    layer.w = np.array([5.0])
+    assert fgrad.grad(apply)(x).tolist() == [15.0] * 3 and len(layer.traces) == 5  # under a transform too
+    compiled = apply.lower(x).compile()
+    assert compiled(x) == 45.0
+    layer.bias = 1.0
+    with pytest.raises(TypeError, match="traced with other attributes of its object: the method's object has a "
+                                        "new attribute `bias`"):
+        compiled(x)
+    fgrad.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING", logger="fgrad.jit"):
+            assert apply(x) == 45.0
+            del layer.bias
+            apply(x)
+            layer.w = np.zeros(3)
+            apply(x)
+    finally:
+        fgrad.config.update("explain_cache_misses", False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "jit of apply traces again: the method's object has a new attribute `bias`",
+        "jit of apply traces again: the method's object no longer has its attribute `bias`",
+        "jit of apply traces again: attribute `w` of the method's object was rebound to another value",
+    ]
+    assert apply(x=x) == 0.0  # a call the fast path does not take checks too
+    layer.w = np.ones(3)
+    assert apply(x=x) == 9.0
+
+
 def test_grad_of_a_jitted_function_holding_checkpoint_custom_rules_and_loops():
     # Their jvps mix primal and tangent work in one equation, which splitting
     # jit's jvp by equations cannot separate: the jaxpr is differentiated inline.
