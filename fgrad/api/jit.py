@@ -12,11 +12,15 @@ Python code.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import inspect
 import logging
+import os
+import sys
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, overload
@@ -294,9 +298,11 @@ class Jitted:
         names = _arg_names(fun, args, dyn_nums, kwargs, dyn_names)
         trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name, arg_names=names,
                              advice=_ABSTRACT_ADVICE)
+        generators = _random_states(self.fun)
         with tracing(trace):
             outs = flat_fun(*[trace.new_arg(a) for a in avals])
         closed = trace.to_jaxpr(outs)
+        _warn_if_drawn(self.name, generators)
         traced = time.perf_counter()
         if any(isinstance(c, Tracer) for c in closed.consts):
             # What it closed over of a caller's transform becomes inputs first,
@@ -480,34 +486,106 @@ def _arg_names(fun: Callable[..., Any], args: tuple[Any, ...], dyn_nums: tuple[i
     return names
 
 
-def _closed_over_names(fun: Callable[..., Any], consts: list[Any]) -> list[str]:
-    """What each constant of a traced version is, in words: an attribute of a
-    bound method's object, a variable the function closes over, or a global
-    it reads, when the constant is that very object (a value folded from
-    them while tracing is none of these)."""
-    places: dict[int, str] = {}
+def _reachable(fun: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """The values a function reads that are not its arguments, as far as can be
+    seen without running it, each with its description: the attributes of a
+    bound method's object, the variables it closes over, and the globals its
+    code (or a function defined in it) names."""
+    found: list[tuple[str, Any]] = []
     while isinstance(fun, functools.partial):
         fun = fun.func
     if inspect.ismethod(fun):
         owner = getattr(fun.__self__, "__dict__", {})
-        for k, v in owner.items():
-            places.setdefault(id(v), f"`self.{k}`, an attribute of the method's object")
+        found += [(f"`self.{k}`, an attribute of the method's object", v) for k, v in owner.items()]
         fun = fun.__func__
     code = getattr(fun, "__code__", None)
     if code is not None:
         for k, cell in zip(code.co_freevars, getattr(fun, "__closure__", None) or ()):
             with contextlib.suppress(ValueError):  # an empty cell has no contents
-                places.setdefault(id(cell.cell_contents), f"`{k}`, a variable the function closes over")
+                found.append((f"`{k}`, a variable the function closes over", cell.cell_contents))
         names, todo = set(), [code]
-        while todo:  # the globals it (or a function defined in it) names
+        while todo:
             c = todo.pop()
             names.update(c.co_names)
             todo.extend(x for x in c.co_consts if inspect.iscode(x))
         scope = getattr(fun, "__globals__", {})
-        for k in sorted(names & scope.keys()):
-            places.setdefault(id(scope[k]), f"`{k}`, a global the function reads")
+        found += [(f"`{k}`, a global the function reads", scope[k]) for k in sorted(names & scope.keys())]
+    return found
+
+
+def _closed_over_names(fun: Callable[..., Any], consts: list[Any]) -> list[str]:
+    """What each constant of a traced version is, in words, when it is one of
+    the values `_reachable` finds (a value folded from them while tracing is
+    none of these)."""
+    places: dict[int, str] = {}
+    for what, value in _reachable(fun):
+        places.setdefault(id(value), what)
     return [places.get(id(c), "a constant of the trace (a value the function closes over, or made from one)")
             for c in consts]
+
+
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
+def _random_states(fun: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    """NumPy's random generators that a trace of `fun` could draw from (NumPy's
+    global one, behind `np.random.*`, and those `fun` reads that `_reachable`
+    sees), each with its description and its state now. A microsecond or
+    two, once per trace."""
+    found: list[tuple[str, Any]] = [("NumPy's global random state (np.random.*)", np.random.mtrand._rand)]
+    found += [(what, g) for what, g in _reachable(fun) if isinstance(g, _RANDOM_TYPES)]
+    return [(what, g, _random_state(g)) for what, g in found]
+
+
+_MT19937_BYTES = 624 * 4 + 4  # its C state: 624 words of key, then the position in them
+
+
+def _random_state(g: Any) -> Any:
+    if isinstance(g, np.random.RandomState):
+        bits = getattr(g, "_bit_generator", None)
+        if type(bits) is not np.random.MT19937:
+            return g.get_state(legacy=False)
+        # The bytes of its C state, read through NumPy's ctypes interface: its
+        # `state` (30 µs) would cost more than a small trace. Any draw moves
+        # the position (or renews the key), except one normal variate that
+        # the legacy sampler had cached: that draw goes unseen.
+        return ctypes.string_at(bits.ctypes.state_address, _MT19937_BYTES)
+    return (g.bit_generator if isinstance(g, np.random.Generator) else g).state
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return bool(a == b)
+
+
+def _warn_if_drawn(name: str, generators: list[tuple[str, Any, Any]]) -> None:
+    """Warn if a trace drew from one of `generators` (from `_random_states`):
+    the numbers it drew are constants of the traced version, the same on
+    every call, which is never what random numbers in a function are for."""
+    drawn = [what for what, g, state in generators if not _same_state(state, _random_state(g))]
+    if drawn:
+        warnings.warn(
+            f"jit of {name}: while it traced, the function drew random numbers from {' and '.join(drawn)}. "
+            "They are now constants of the compiled function, the same on every call. Use fgrad.random "
+            "with a key passed as an argument (key = fgrad.random.key(0); key, sub = "
+            "fgrad.random.split(key); fgrad.random.normal(sub, shape)), so that each call can draw new "
+            "numbers.",
+            UserWarning, stacklevel=_outside_fgrad())
+
+
+_FGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_fgrad() -> int:
+    """The stacklevel, for a warning issued by its caller, of the nearest
+    frame not in fgrad's own code: the user's call."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_FGRAD):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _leaf_paths(x: Any) -> list[str]:

@@ -4,6 +4,7 @@ every transformation, each against the same function without jit."""
 
 import functools
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -398,6 +399,43 @@ def test_a_jitted_method_takes_self_as_a_static_argument():
     assert fgrad.grad(Scale(3.0).apply)(2.0) == 3.0
     with pytest.raises(TypeError, match="is a Scale .* Mark the argument static"):
         Scale(3.0).apply_dynamic(2.0)
+
+
+RNG = np.random.default_rng(0)
+
+
+def test_drawing_from_numpy_s_random_generators_while_tracing_warns_that_the_numbers_are_frozen():
+    def dropout(x):
+        return x * (np.random.rand(*x.shape) > 0.5)
+
+    jitted = fgrad.jit(dropout)
+    with pytest.warns(UserWarning) as record:
+        first = jitted(np.ones(100))
+    assert len(record) == 1 and record[0].filename == __file__  # the user's call
+    message = str(record[0].message)
+    assert message.startswith("jit of dropout: while it traced, the function drew random numbers from NumPy's "
+                              "global random state (np.random.*). They are now constants of the compiled "
+                              "function, the same on every call. Use fgrad.random with a key")
+    assert "fgrad.random.split(key)" in message
+    np.testing.assert_array_equal(jitted(np.ones(100)), first)  # what it warns of
+    with pytest.warns(UserWarning, match=r"from `RNG`, a global the function reads\."):
+        fgrad.jit(lambda x: x + RNG.normal(size=x.shape))(np.ones(3))
+
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.RandomState(0)
+
+        def apply(self, x):
+            return x + self.rng.uniform()
+
+    with pytest.warns(UserWarning, match=r"from `self.rng`, an attribute of the method's object\."):
+        fgrad.grad(fgrad.jit(Noisy().apply))(1.0)  # under a transform too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fgrad.jit(lambda x: x * np.ones(3) + RNG.bit_generator.state["state"]["inc"] * 0.0)(np.ones(3))
+        key = fgrad.random.key(0)
+        fgrad.jit(lambda k, x: x * fgrad.random.bernoulli(k, 0.5, x.shape))(key, np.ones(3))
+        fgrad.make_jaxpr(dropout)(np.ones(3))  # its jaxpr shows the constants it made: no warning
 
 
 class Affine:
