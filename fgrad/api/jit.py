@@ -6,7 +6,9 @@ weakly typed, as in JAX) and static values, caches it (bounded, least recently
 used first out, locked), and from then on binds the `jit` primitive on that
 jaxpr: every transform sees one equation (transforms/jit.py). The traced
 jaxpr is optimised (folding, simplification, CSE, DCE) and runs as generated
-Python code.
+Python code. What tracing cannot see is said where it can be: a bound
+method's object is watched for rebound attributes (`_MethodJitted`), a trace
+that draws from NumPy's random generators warns, and a slow compile logs.
 """
 
 from __future__ import annotations
@@ -619,8 +621,12 @@ def jit(
     is neither the same object nor equal to it (`obj.w = new_w`), at the cost
     of one comparison of two dicts per call; changes in place inside an
     attribute (its array's elements, its list's items, an attribute of an
-    attribute) are not seen. Up to 64 traced versions are kept per jitted
-    function; `clear_cache()` drops them.
+    attribute) are not seen. Numbers drawn from NumPy's random generators
+    while tracing (`np.random.*`, or a Generator the function reads) are
+    constants too: it warns (UserWarning) and points to `fgrad.random`. A
+    version that takes more than `config.log_compiles_slower_than` (1 s) to
+    trace, optimise and generate logs so on "fgrad.jit". Up to 64 traced
+    versions are kept per jitted function; `clear_cache()` drops them.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)
