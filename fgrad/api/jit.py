@@ -6,15 +6,23 @@ weakly typed, as in JAX) and static values, caches it (bounded, least recently
 used first out, locked), and from then on binds the `jit` primitive on that
 jaxpr: every transform sees one equation (transforms/jit.py). The traced
 jaxpr is optimised (folding, simplification, CSE, DCE) and runs as generated
-Python code.
+Python code. What tracing cannot see is said where it can be: a bound
+method's object is watched for rebound attributes (`_MethodJitted`), a trace
+that draws from NumPy's random generators warns, and a slow compile logs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import inspect
 import logging
+import os
+import sys
 import threading
+import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, overload
@@ -48,14 +56,16 @@ class _Entry:
     """One traced version: the closure-converted jaxpr, what it closed over
     (operands before the arguments) and the structure of its output."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "run")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "attrs", "run")
 
     def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef,
-                 donated: tuple[bool, ...]) -> None:
+                 donated: tuple[bool, ...], arg_names: list[str], attrs: dict[str, Any] | None) -> None:
         self.jaxpr = jaxpr
         self.consts = consts
         self.out_tree = out_tree
         self.donated = donated  # per input of the jaxpr, if any argument is donated; else ()
+        self.arg_names = arg_names  # of the argument leaves, for messages
+        self.attrs = attrs  # of the method's object when it was traced (see _MethodJitted)
         self.run: Callable[..., list[Any]] | None = None  # its generated code, once it ran eagerly
 
 
@@ -71,7 +81,14 @@ class Lowered:
         self.out_tree = entry.out_tree
 
     def as_text(self) -> str:
-        return compile_jaxpr(self.jaxpr).source
+        """The Python source each call runs, after a comment saying what its
+        names are: each parameter (an argument's leaf, or a value the
+        function closes over), constant, implementation and parameters."""
+        compiled = compile_jaxpr(self.jaxpr)
+        fun, entry = self._jitted.fun, self._entry
+        inputs = [*_closed_over_names(fun, entry.consts),
+                  *(f"argument `{n}`" if not n.startswith("argument ") else n for n in entry.arg_names)]
+        return f"{compiled.header(inputs)}\n{compiled.source}"
 
     def compile(self) -> Compiled:
         return Compiled(self._jitted, self._entry)
@@ -91,6 +108,12 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         entry, operands = self._jitted._prepare(args, kwargs, trace=False)
+        if entry is None and self._jitted._stale(self._entry):
+            raise TypeError(
+                f"this compiled version of {self._jitted.name} was traced with other attributes of its "
+                f"object: {self._jitted._why_stale(self._entry)}. Call the jitted function itself, which "
+                "traces again when they change."
+            )
         if entry is not self._entry:
             n = len(self._entry.consts)
             want = ", ".join(a.str_short() for a in self._entry.jaxpr.in_avals[n:])
@@ -147,6 +170,10 @@ class Jitted:
             if entry is not None and entry.run is not None:
                 outs = entry.run(*entry.consts, *args)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+        return self._call(key, args, kwargs)
+
+    def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call that the fast path (`key`: its key, if it has one) did not run."""
         entry, operands = self._prepare(args, kwargs)
         # Another array library's arrays (operands, or constants the function
         # closed over): run there, equation by equation, never the NumPy code.
@@ -180,6 +207,17 @@ class Jitted:
         entry, _ = self._prepare(args, kwargs)
         assert entry is not None
         return Lowered(self, entry)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        """The attributes a version is traced with, for `_stale` (None: not watched)."""
+        return None
+
+    def _stale(self, entry: _Entry) -> bool:
+        """Whether `entry` was traced with other attributes than its object has now."""
+        return False
+
+    def _why_stale(self, entry: _Entry) -> str:
+        return ""
 
     def clear_cache(self) -> None:
         """Forget every traced version: the next call traces again."""
@@ -222,14 +260,21 @@ class Jitted:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
-                return entry, operands
+                if entry.attrs is None:
+                    return entry, operands
             last = next(reversed(self._cache), None)
+        stale = entry is not None and self._stale(entry)
+        if entry is not None and not stale:
+            return entry, operands
         if not trace:
             return None, operands
-        if last is not None and config.explain_cache_misses:
+        if stale and config.explain_cache_misses:
+            assert entry is not None
+            _log.warning("jit of %s traces again: %s", self.name, self._why_stale(entry))
+        elif last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
             _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
-        entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals)
+        entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals, operands)
         if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
             with self._lock:
                 self._cache[key] = entry
@@ -238,7 +283,9 @@ class Jitted:
         return entry, operands
 
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
-               dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray]) -> _Entry:
+               dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray],
+               operands: list[Any]) -> _Entry:
+        start = time.perf_counter()
         fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self.static_argnames}
 
         def positional(dyn_args: tuple[Any, ...], dyn_kw: dict[str, Any]) -> Any:
@@ -252,12 +299,15 @@ class Jitted:
         # In a context of its own (below evaluation), so that the jaxpr does not
         # depend on the transforms around this call: their tracers it closes
         # over become operands.
-        trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name,
-                             arg_names=_arg_names(fun, args, dyn_nums, kwargs, dyn_names),
+        names = _arg_names(fun, args, dyn_nums, kwargs, dyn_names)
+        trace = StagingTrace(EVAL_TRACE, f"jit of {self.name}", fun_name=self.name, arg_names=names,
                              advice=_ABSTRACT_ADVICE)
+        generators = _random_states(self.fun)
         with tracing(trace):
             outs = flat_fun(*[trace.new_arg(a) for a in avals])
         closed = trace.to_jaxpr(outs)
+        _warn_if_drawn(self.name, generators)
+        traced = time.perf_counter()
         if any(isinstance(c, Tracer) for c in closed.consts):
             # What it closed over of a caller's transform becomes inputs first,
             # so that folding never computes with them.
@@ -272,7 +322,78 @@ class Jitted:
             flags = [i in given for i in dyn_nums for _ in tree_flatten(args[i])[0]]
             flags += [False] * (len(jaxpr.jaxpr.invars) - len(consts) - len(flags))
             donated = (False,) * len(consts) + tuple(flags)
-        return _Entry(jaxpr, consts, store.tree, donated)
+        optimised = time.perf_counter()
+        entry = _Entry(jaxpr, consts, store.tree, donated, names, self._snapshot())
+        generated = None
+        if ctx.trace is EVAL_TRACE and library_of([*consts, *operands]) is None:
+            # The call runs this code now (its generation is cached per jaxpr):
+            # generated here, so that the time it takes is counted too.
+            if donated:
+                compile_jaxpr(jaxpr, donated)
+            else:
+                compile_jaxpr(jaxpr)
+            generated = time.perf_counter()
+        total = (generated or optimised) - start
+        if total > config.log_compiles_slower_than:
+            steps = f"trace {traced - start:.3f} s, optimise {optimised - traced:.3f} s"
+            if generated is not None:
+                steps += f", generate code {generated - optimised:.3f} s"
+            n_traced, n_now = len(closed.jaxpr.eqns), len(jaxpr.jaxpr.eqns)
+            _log.warning("jit of %s took %.3f s to compile a version of %d equations (%d after "
+                         "optimising): %s", self.name, total, n_traced, n_now, steps)
+        return entry
+
+
+class _MethodJitted(Jitted):
+    """`jit` of a bound method, `jit(obj.method)`: its object's attributes are
+    part of what a version is traced for. Each version keeps a copy of
+    `vars(obj)` as it was when it traced, and a call whose attributes are no
+    longer the same objects (or equal to them) traces again, as a call with
+    new shapes does. Checked on every call, by one comparison of two dicts
+    (identity first: about 0.1 µs for a few attributes); a change made in
+    place to a value (an array's elements, a list's items) is not seen.
+    """
+
+    def __init__(self, fun: Callable[..., Any], *options: Any) -> None:
+        super().__init__(fun, *options)
+        self._owner = fun.__self__  # type: ignore[attr-defined]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
+        if key is not None:
+            entry = self._fast.get(key)
+            if entry is not None and entry.run is not None:
+                try:
+                    same = self._owner.__dict__ == entry.attrs
+                except Exception:  # an array rebound to another of more than one element
+                    same = False
+                if same:
+                    outs = entry.run(*entry.consts, *args)
+                    return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+        return self._call(key, args, kwargs)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        return dict(vars(self._owner))
+
+    def _stale(self, entry: _Entry) -> bool:
+        try:
+            return vars(self._owner) != entry.attrs
+        except Exception:
+            return True
+
+    def _why_stale(self, entry: _Entry) -> str:
+        """Which attribute differs from those `entry` was traced with, in words."""
+        old, new, missing = entry.attrs or {}, vars(self._owner), object()
+        for k in [*old, *(k for k in new if k not in old)]:
+            a, b = old.get(k, missing), new.get(k, missing)
+            if a is b:
+                continue
+            if a is missing:
+                return f"the method's object has a new attribute `{k}`"
+            if b is missing:
+                return f"the method's object no longer has its attribute `{k}`"
+            return f"attribute `{k}` of the method's object was rebound to another value"
+        return "the attributes of the method's object changed"
 
 
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
@@ -369,6 +490,111 @@ def _arg_names(fun: Callable[..., Any], args: tuple[Any, ...], dyn_nums: tuple[i
     return names
 
 
+def _reachable(fun: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """The values a function reads that are not its arguments, as far as can be
+    seen without running it, each with its description: the attributes of a
+    bound method's object, the variables it closes over, and the globals its
+    code (or a function defined in it) names."""
+    found: list[tuple[str, Any]] = []
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    if inspect.ismethod(fun):
+        owner = getattr(fun.__self__, "__dict__", {})
+        found += [(f"`self.{k}`, an attribute of the method's object", v) for k, v in owner.items()]
+        fun = fun.__func__
+    code = getattr(fun, "__code__", None)
+    if code is not None:
+        for k, cell in zip(code.co_freevars, getattr(fun, "__closure__", None) or ()):
+            with contextlib.suppress(ValueError):  # an empty cell has no contents
+                found.append((f"`{k}`, a variable the function closes over", cell.cell_contents))
+        names, todo = set(), [code]
+        while todo:
+            c = todo.pop()
+            names.update(c.co_names)
+            todo.extend(x for x in c.co_consts if inspect.iscode(x))
+        scope = getattr(fun, "__globals__", {})
+        found += [(f"`{k}`, a global the function reads", scope[k]) for k in sorted(names & scope.keys())]
+    return found
+
+
+def _closed_over_names(fun: Callable[..., Any], consts: list[Any]) -> list[str]:
+    """What each constant of a traced version is, in words, when it is one of
+    the values `_reachable` finds (a value folded from them while tracing is
+    none of these)."""
+    places: dict[int, str] = {}
+    for what, value in _reachable(fun):
+        places.setdefault(id(value), what)
+    return [places.get(id(c), "a constant of the trace (a value the function closes over, or made from one)")
+            for c in consts]
+
+
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
+def _random_states(fun: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    """NumPy's random generators that a trace of `fun` could draw from (NumPy's
+    global one, behind `np.random.*`, and those `fun` reads that `_reachable`
+    sees), each with its description and its state now. A microsecond or
+    two, once per trace."""
+    found: list[tuple[str, Any]] = [("NumPy's global random state (np.random.*)", np.random.mtrand._rand)]
+    found += [(what, g) for what, g in _reachable(fun) if isinstance(g, _RANDOM_TYPES)]
+    return [(what, g, _random_state(g)) for what, g in found]
+
+
+_MT19937_BYTES = 624 * 4 + 4  # its C state: 624 words of key, then the position in them
+
+
+def _random_state(g: Any) -> Any:
+    legacy = isinstance(g, np.random.RandomState)
+    bits: Any
+    if isinstance(g, np.random.Generator):
+        bits = g.bit_generator
+    else:
+        bits = getattr(g, "_bit_generator", None) if legacy else g
+    if type(bits) is np.random.MT19937:
+        # The bytes of its C state, read through NumPy's ctypes interface: its
+        # `state` (30 µs) would cost more than a small trace. Any draw moves
+        # the position (or renews the key), except one normal variate that
+        # the legacy sampler had cached: that draw goes unseen.
+        return ctypes.string_at(bits.ctypes.state_address, _MT19937_BYTES)
+    return g.get_state(legacy=False) if legacy else bits.state
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return bool(a == b)
+
+
+def _warn_if_drawn(name: str, generators: list[tuple[str, Any, Any]]) -> None:
+    """Warn if a trace drew from one of `generators` (from `_random_states`):
+    the numbers it drew are constants of the traced version, the same on
+    every call, which is never what random numbers in a function are for."""
+    drawn = [what for what, g, state in generators if not _same_state(state, _random_state(g))]
+    if drawn:
+        warnings.warn(
+            f"jit of {name}: while it traced, the function drew random numbers from {' and '.join(drawn)}. "
+            "They are now constants of the compiled function, the same on every call. Use fgrad.random "
+            "with a key passed as an argument (key = fgrad.random.key(0); key, sub = "
+            "fgrad.random.split(key); fgrad.random.normal(sub, shape)), so that each call can draw new "
+            "numbers.",
+            UserWarning, stacklevel=_outside_fgrad())
+
+
+_FGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_fgrad() -> int:
+    """The stacklevel, for a warning issued by its caller, of the nearest
+    frame not in fgrad's own code: the user's call."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_FGRAD):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _leaf_paths(x: Any) -> list[str]:
     return [keystr(p) for p, _ in tree_flatten_with_path(x)[0]]
 
@@ -390,10 +616,21 @@ def jit(
     arrays (of an array they are views of, too) may hold results afterwards,
     so that large temporaries need no fresh memory. Called under a transform,
     nothing is donated.
-    Arrays it closes over are captured by reference when it traces: pass an
-    array that changes between calls as an argument, since a later call may
-    or may not see a change made in place. Python values it reads (globals,
-    attributes) are read once, when it traces, as in JAX. Up to 64 traced
+    Python values it reads (globals, attributes, closed-over variables) are
+    read once, when it traces, as in JAX; so are arrays it closes over, which
+    are constants of the traced version: a later call may or may not see a
+    change made to one in place (not where the trace computed with its values,
+    e.g. `x * w` with `w` all ones is `x`). Pass what changes between calls as
+    an argument. One exception: `jit(obj.method)` traces again when an
+    attribute of `obj` (`vars(obj)`, any of them) is rebound to a value that
+    is neither the same object nor equal to it (`obj.w = new_w`), at the cost
+    of one comparison of two dicts per call; changes in place inside an
+    attribute (its array's elements, its list's items, an attribute of an
+    attribute) are not seen. Numbers drawn from NumPy's random generators
+    while tracing (`np.random.*`, or a Generator the function reads) are
+    constants too: it warns (UserWarning) and points to `fgrad.random`. A
+    version that takes more than `config.log_compiles_slower_than` (1 s) to
+    trace, optimise and generate logs so on "fgrad.jit". Up to 64 traced
     versions are kept per jitted function; `clear_cache()` drops them.
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -410,4 +647,6 @@ def jit(
         return lambda f: jit(f, static_argnums=nums, static_argnames=names, donate_argnums=donate)
     if not callable(fun):
         raise TypeError(f"jit expects a function, but got {type(fun).__name__}: {fun!r}")
+    if inspect.ismethod(fun) and isinstance(getattr(fun.__self__, "__dict__", None), dict):
+        return _MethodJitted(fun, nums, names, donate)
     return Jitted(fun, nums, names, donate)

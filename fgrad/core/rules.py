@@ -48,7 +48,8 @@ never receive a zero array they would have to build first.
 * ``block_rules[p](writer, eqn, args) -> list[str] | None``: `p` (a
   control-flow primitive) as Python statements (`if`, `while`, `for`) that
   assign its results to `writer.name(v)` for each output `v`, its sub-jaxprs
-  written inline with `writer.inline(closed, args)`; `args` are the
+  written inline with `writer.inline(closed, args, what)` (`what` names the
+  sub-jaxpr in the source's header: "the body of scan"); `args` are the
   operands' expressions. Lines are relative to the equation's indentation.
 * ``float_rules[p](args, **params) -> str | None``: `p` as an expression over
   Python floats `args`, for 0-d float64 operands and result. It must give

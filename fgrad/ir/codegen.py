@@ -36,12 +36,13 @@ Each primitive says how it is written, beside its other rules
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, dtype_name
 from ..core.libraries import Library, LibraryTrace, library_impl
 from ..core.rules import block_rules, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
@@ -60,11 +61,56 @@ class CompiledJaxpr:
     (its constants are built in) for the list of its outputs; `source` is the
     text it was compiled from."""
 
-    __slots__ = ("fun", "source")
+    __slots__ = ("fun", "source", "_legend")
 
-    def __init__(self, fun: Callable[..., list[Any]], source: str) -> None:
+    def __init__(self, fun: Callable[..., list[Any]], source: str,
+                 legend: dict[str, tuple[Any, ...]] | None = None) -> None:
         self.fun = fun
         self.source = source
+        self._legend = legend or {}
+
+    def header(self, inputs: Sequence[str] = ()) -> str:
+        """Comment lines saying what each name of `source` stands for: the
+        function's parameters (`inputs[i]` says what input i is, e.g.
+        "argument `x`"), and the globals fgrad gave it: constants `k`,
+        implementations `f`, parameters `p`, buffers `s`.
+
+        >>> import fgrad, fgrad.numpy as fnp
+        >>> compiled = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.sum(fnp.sin(x) + 2.0))(np.ones(3)))
+        >>> print(compiled.header(["argument `x`"]))
+        # v0: argument `x`, f64[3]
+        # f0: sin's implementation
+        # k0: 2.0, f64[] (a Python scalar)
+        # f1: reduce_sum's implementation
+        # p0: reduce_sum's parameters: axes=(0,)
+        """
+        used = set(re.findall(r"\b[a-z]+\d+\b", self.source))
+        lines = []
+        for name, about in self._legend.items():
+            if name not in used:  # a float version that was not kept
+                continue
+            kind = about[0]
+            if kind == "input":
+                _, i, aval = about
+                lines.append(f"{name}: {inputs[i] if i < len(inputs) else f'input {i}'}, {aval.str_short()}")
+            elif kind == "const":
+                lines.append(f"{name}: {_summary(about[1])}{_within(about[2])}")
+            elif kind == "fun":
+                _, prims, fun, where = about
+                how = "'s implementation" if fun is None else f" as {_qualname(fun)} (into a buffer)"
+                lines.append(f"{name}: {' or '.join(prims)}{how}{_within(where)}")
+            elif kind == "params":
+                _, eqn, where = about
+                shown = ", ".join(f"{k}={_param(v)}" for k, v in eqn.params.items())
+                lines.append(f"{name}: {eqn.primitive.name}'s parameters: {shown}{_within(where)}")
+            else:  # a scratch buffer
+                lines.append(f"{name}: a buffer {about[1].str_short()} kept between calls for a value "
+                             "that never leaves the call")
+        if any(n[0] == "w" for n in used):
+            lines.append("wN: the value of vN as a Python float")
+        if any(n[0] == "t" for n in used):
+            lines.append("tN: a loop's own variables (its step, the lists its outputs are collected in)")
+        return "\n".join("# " + line.replace("\n", " ") for line in lines)
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.fun(*args)
@@ -121,7 +167,7 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
         lines = [f"def jitted({params}):", *writer.body(floats=False)]
     source = "\n".join(lines)
     exec(compile(source, "<fgrad.jit>", "exec"), writer.namespace)
-    return CompiledJaxpr(writer.namespace["jitted"], source)
+    return CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
 
 
 def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
@@ -195,6 +241,39 @@ def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
     source = "\n".join(lines)
     exec(compile(source, f"<fgrad.jit on {library.name}>", "exec"), namespace)
     return CompiledJaxpr(namespace["jitted"], source)
+
+
+def _summary(value: Any) -> str:
+    """A constant in a few words: its value when small, else its range."""
+    arr = np.asarray(value)
+    aval = f"{dtype_name(arr.dtype)}[{','.join(map(str, arr.shape))}]"
+    if type(value) in (bool, int, float, complex):
+        return f"{value!r}, {aval} (a Python scalar)"
+    if arr.size <= 6:
+        shown = np.array2string(arr, separator=", ", threshold=6) if arr.ndim else repr(arr[()].item())
+        return f"{shown}, {aval}"
+    if arr.dtype.kind in "biuf":
+        return f"{aval}, from {arr.min().item()!r} to {arr.max().item()!r}"
+    return aval
+
+
+def _qualname(fun: Any) -> str:
+    module = getattr(fun, "__module__", None) or "numpy"
+    return f"{module}.{getattr(fun, '__name__', type(fun).__name__)}"
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, ClosedJaxpr):
+        n = len(value.jaxpr.eqns)
+        return f"<a jaxpr of {n} equation{'s' if n != 1 else ''}>"
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        return f"<{len(value)} jaxprs>"
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _within(where: tuple[str, ...]) -> str:
+    return f", in {', in '.join(reversed(where))}" if where else ""
 
 
 def _is_float64_scalar(aval: ShapedArray) -> bool:
@@ -321,8 +400,15 @@ class _Writer:
         self.names: dict[Var, str] = {}
         self.counts: dict[str, int] = {}
         self.seen: dict[tuple[str, int], str] = {}
+        # What each name stands for, for `CompiledJaxpr.header`; `within` says
+        # which sub-jaxpr (a loop's body, a branch) is being written.
+        self.legend: dict[str, tuple[Any, ...]] = {}
+        self.within: tuple[str, ...] = ()
+        for i, v in enumerate(jaxpr.invars):
+            self.legend[self.name(v)] = ("input", i, v.aval)
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.namespace[self.name(v)] = c
+            self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
         self.owned = _buffer_candidates(jaxpr, donated)
 
@@ -332,14 +418,29 @@ class _Writer:
             found = self.names[v] = f"v{len(self.names)}"
         return found
 
-    def glob(self, prefix: str, value: Any) -> str:
-        """A global of the generated code holding `value` (one per object)."""
+    def glob(self, prefix: str, value: Any, eqn: Any = None) -> str:
+        """A global of the generated code holding `value` (one per object):
+        a constant (prefix "k"), or for the equation `eqn`, the function that
+        computes it ("f") or its parameters ("p")."""
         key = self.seen.get((prefix, id(value)))
         if key is None:
             n = self.counts.get(prefix, 0)
             self.counts[prefix] = n + 1
             key = self.seen[(prefix, id(value))] = f"{prefix}{n}"
             self.namespace[key] = value
+            if prefix == "k":
+                self.legend[key] = ("const", value, self.within)
+            elif prefix == "f":
+                ufunc = None if value is eqn.primitive.impl else value
+                self.legend[key] = ("fun", [eqn.primitive.name], ufunc, self.within)
+            elif prefix == "p":
+                self.legend[key] = ("params", eqn, self.within)
+        elif key in self.legend:
+            about = self.legend[key]
+            if about[-1] and about[-1] != self.within:  # used in several places
+                self.legend[key] = about = (*about[:-1], ())
+            if prefix == "f" and eqn.primitive.name not in about[1]:
+                about[1].append(eqn.primitive.name)  # one implementation of several primitives
         return key
 
     def body(self, floats: bool) -> list[str]:
@@ -356,6 +457,8 @@ class _Writer:
         if plan.slots:
             take, give = _scratch_pool(plan.slots)
             names = ", ".join(f"s{k}" for k in range(len(plan.slots)))
+            for k, aval in enumerate(plan.slots):
+                self.legend[f"s{k}"] = ("scratch", aval)
             lines.append(f"    {names}, = scratch = {self.glob('take', take)}()")
 
         def numpy_form(a: Any) -> str:
@@ -401,12 +504,13 @@ class _Writer:
                 continue
             into = plan.into.get(i)
             if into is not None:
-                call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={self.name(into)})"
+                ufunc = self.glob("f", out_rules[eqn.primitive], eqn)
+                call = f"{ufunc}({', '.join(args)}, out={self.name(into)})"
                 if plan.held.get(into) == i:
                     dead = [*dead, into]
             elif i in plan.scratch:
                 buffer = f"s{plan.scratch[i]}"
-                call = f"{self.glob('f', out_rules[eqn.primitive])}({', '.join(args)}, out={buffer})"
+                call = f"{self.glob('f', out_rules[eqn.primitive], eqn)}({', '.join(args)}, out={buffer})"
             else:
                 call = self._numpy_call(eqn, args)
             lines.append("    " + _statement(eqn, [self.name(v) for v in eqn.outvars], call))
@@ -423,15 +527,26 @@ class _Writer:
         self.temps += 1
         return f"t{self.temps}"
 
-    def inline(self, closed: ClosedJaxpr, args: Sequence[str]) -> tuple[list[str], list[str]]:
+    def inline(self, closed: ClosedJaxpr, args: Sequence[str],
+               what: str = "a sub-jaxpr") -> tuple[list[str], list[str]]:
         """Lines computing `closed`'s outputs from the expressions `args`, and the
         expressions of its outputs: a sub-jaxpr written in place (no float
-        chains, no buffer reuse, nothing deleted: its values are the block's)."""
+        chains, no buffer reuse, nothing deleted: its values are the block's).
+        `what` names it in the source's header ("the body of scan")."""
+        outer = self.within
+        self.within = (*outer, what)
+        try:
+            return self._inline(closed, args)
+        finally:
+            self.within = outer
+
+    def _inline(self, closed: ClosedJaxpr, args: Sequence[str]) -> tuple[list[str], list[str]]:
         jaxpr = closed.jaxpr
         env: dict[Var, str] = {}
         for v, c in zip(jaxpr.constvars, closed.consts):
             env[v] = self.name(v)
             self.namespace[env[v]] = c
+            self.legend[env[v]] = ("const", c, self.within)
         env.update(zip(jaxpr.invars, args))
 
         def atom(a: Any) -> str:
@@ -456,9 +571,9 @@ class _Writer:
         rule = emit_rules.get(prim)
         call = rule(args, [a.aval for a in eqn.invars], **eqn.params) if rule is not None else None
         if call is None:
-            call = f"{self.glob('f', prim.impl)}({', '.join(args)}"
+            call = f"{self.glob('f', prim.impl, eqn)}({', '.join(args)}"
             if eqn.params:
-                call += (", " if eqn.invars else "") + f"**{self.glob('p', eqn.params)}"
+                call += (", " if eqn.invars else "") + f"**{self.glob('p', eqn.params, eqn)}"
             call += ")"
         return call
 

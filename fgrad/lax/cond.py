@@ -187,7 +187,7 @@ def _cond_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     outs = [writer.name(v) for v in eqn.outvars]
     lines: list[str] = []
     for k, branch in enumerate(branches):
-        body, results = writer.inline(branch, ops)
+        body, results = writer.inline(branch, ops, f"branch {k} of cond")
         body = [*body, *assign(outs, results)] or ["pass"]
         if len(branches) == 1:
             return body

@@ -347,8 +347,8 @@ def _while_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     p = eqn.params
     cc, bc, init = _split(args, p["cond_nconsts"], p["body_nconsts"])
     carry = [writer.name(v) for v in eqn.outvars]
-    test, (holds,) = writer.inline(p["cond_jaxpr"], [*cc, *carry])
-    step, new = writer.inline(p["body_jaxpr"], [*bc, *carry])
+    test, (holds,) = writer.inline(p["cond_jaxpr"], [*cc, *carry], "the condition of while_loop")
+    step, new = writer.inline(p["body_jaxpr"], [*bc, *carry], "the body of while_loop")
     return [*assign(carry, init), "while True:", *indented(test), f"    if not {holds}:", "        break",
             *indented(step), *indented(assign(carry, new))]
 

@@ -506,7 +506,8 @@ def _scan_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     outs = [writer.name(v) for v in eqn.outvars]
     carry, ys = outs[:nc], outs[nc:]
     step = writer.temp()
-    body, results = writer.inline(p["jaxpr"], [*consts, *carry, *(f"{x}[{step}]" for x in xs)])
+    body, results = writer.inline(p["jaxpr"], [*consts, *carry, *(f"{x}[{step}]" for x in xs)],
+                                  "the body of scan")
     lists = [writer.temp() for _ in ys]
     order = f"range({n} - 1, -1, -1)" if p["reverse"] else f"range({n})"
     # The ys are collected before the carry is rebound: a y may be the carry itself.
@@ -518,7 +519,7 @@ def _scan_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     for t, y, v in zip(lists, ys, eqn.outvars[nc:]):
         if p["reverse"]:
             lines.append(f"{t}.reverse()")
-        empty = writer.glob("k", np.empty(v.aval.shape, v.aval.dtype))
+        empty = writer.glob("k", np.zeros(v.aval.shape, v.aval.dtype))
         lines.append(f"{y} = np.stack({t}) if {t} else {empty}")
     return lines
 

@@ -3,6 +3,8 @@ keywords), the cache, abstract values inside, its errors, and composition with
 every transformation, each against the same function without jit."""
 
 import functools
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -255,8 +257,67 @@ def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
     text = str(lowered.jaxpr)
     assert "mul 1.0" not in text and "neg 1.0" not in text
     assert len(lowered.jaxpr.eqns) < len(fgrad.make_jaxpr(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0).eqns)
-    assert lowered.as_text().startswith("def jitted(v0, v1):")
+    assert "\ndef jitted(v0, v1):\n" in lowered.as_text()
     assert fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0) == (5.5, pytest.approx(-146.4131591025766, rel=1e-14))
+
+
+W = np.arange(6.0).reshape(2, 3)
+
+
+def test_the_source_begins_with_a_comment_saying_what_each_name_is():
+    from fgrad import lax
+
+    b = np.array([1.0, -2.0, 3.0])
+
+    def g(x, p):
+        y = fnp.sum(x @ W, axis=0) * p["s"] + b
+        ys = lax.scan(lambda c, a: (c + fnp.sin(a), c * 2.0), 0.0, y)[1]
+        return lax.while_loop(lambda c: c < 10.0, lambda c: c * 3.0, 1.0) + ys
+
+    text = fgrad.jit(g).lower(np.ones((4, 2)), {"s": 2.0}).as_text()
+    header, source = text.split("\ndef jitted", 1)
+    assert header.splitlines() == [
+        "# v0: `W`, a global the function reads, f64[2,3]",
+        "# v1: `b`, a variable the function closes over, f64[3]",
+        "# v2: argument `x`, f64[4,2]",
+        "# v3: argument `p['s']`, f64[]",
+        "# f0: matmul's implementation",
+        "# f1: reduce_sum's implementation",
+        "# p0: reduce_sum's parameters: axes=(0,)",
+        "# k0: 0.0, f64[]",
+        "# f2: sin's implementation, in the body of scan",
+        "# k1: 2.0, f64[] (a Python scalar), in the body of scan",
+        "# k2: [0., 0., 0.], f64[3]",
+        "# k3: 1.0, f64[]",
+        "# k4: 10.0, f64[] (a Python scalar), in the condition of while_loop",
+        "# f3: lt's implementation, in the condition of while_loop",
+        "# k5: 3.0, f64[] (a Python scalar), in the body of while_loop",
+        "# tN: a loop's own variables (its step, the lists its outputs are collected in)",
+    ]
+    # Only a comment before the source the call runs.
+    from fgrad.ir.codegen import compile_jaxpr
+
+    lowered = fgrad.jit(g).lower(np.ones((4, 2)), {"s": 2.0})
+    assert text == header + "\n" + compile_jaxpr(lowered.jaxpr).source
+    assert all(line.startswith("# ") for line in header.splitlines())
+
+
+def test_the_header_names_attributes_buffers_and_python_floats():
+    class Layer:
+        def __init__(self):
+            self.w = np.linspace(0.0, 1.0, 10)
+
+        def apply(self, x):
+            return x * self.w
+
+    header = fgrad.jit(Layer().apply).lower(np.ones(10)).as_text().split("\ndef")[0]
+    assert header == "# v0: `self.w`, an attribute of the method's object, f64[10]\n# v1: argument `x`, f64[10]"
+    large = fgrad.jit(lambda x: fnp.sum(fnp.exp(fnp.sin(x) * 2.0) + x)).lower(np.ones((300, 300))).as_text()
+    assert "# f1: mul as numpy.multiply (into a buffer)\n" in large and "f1(v1, k0, out=v1)" in large
+    scalar = fgrad.jit(lambda x: fnp.log(fnp.sin(x) * x + 1.0)).lower(0.5).as_text()
+    assert "# wN: the value of vN as a Python float" in scalar
+    folded = fgrad.jit(lambda x: x + W.T @ np.ones(2)).lower(np.ones(3)).as_text()
+    assert folded.startswith("# v0: a constant of the trace (a value the function closes over, or made from one)")
 
 
 def test_explain_cache_misses_says_what_changed(caplog):
@@ -286,6 +347,35 @@ def test_explain_cache_misses_says_what_changed(caplog):
         fgrad.config.update("explain_cache_misses", 1)
 
 
+def test_a_slow_compile_says_so(caplog):
+    def slowish(x, y):
+        return fnp.sum(fnp.sin(x) * y) + 1.0
+
+    assert fgrad.config.log_compiles_slower_than == 1.0
+    with caplog.at_level("WARNING", logger="fgrad.jit"):
+        fgrad.jit(slowish)(np.ones(3), 2.0)  # well under a second: nothing said
+        assert not caplog.records
+        fgrad.config.update("log_compiles_slower_than", 0)
+        try:
+            jitted = fgrad.jit(slowish)
+            jitted(np.ones(3), 2.0)
+            jitted(np.ones(3), 3.0)  # no compile: nothing said
+            fgrad.grad(fgrad.jit(slowish))(np.ones(3), 2.0)  # under grad no code is generated now
+        finally:
+            fgrad.config.update("log_compiles_slower_than", 1.0)
+    first, under_grad = (r.getMessage() for r in caplog.records)
+    assert caplog.records[0].levelname == "WARNING" and caplog.records[0].name == "fgrad.jit"
+    pattern = (r"jit of slowish took \d+\.\d{3} s to compile a version of 4 equations \(4 after optimising\): "
+               r"trace \d+\.\d{3} s, optimise \d+\.\d{3} s")
+    assert re.fullmatch(pattern + r", generate code \d+\.\d{3} s", first), first
+    assert re.fullmatch(pattern, under_grad), under_grad
+    with pytest.raises(TypeError, match="takes a number of seconds"):
+        fgrad.config.update("log_compiles_slower_than", "1")
+    fgrad.config.update("log_compiles_slower_than", None)  # never
+    assert fgrad.config.log_compiles_slower_than == float("inf")
+    fgrad.config.update("log_compiles_slower_than", 1.0)
+
+
 def test_a_jitted_method_takes_self_as_a_static_argument():
     class Scale:
         def __init__(self, k):
@@ -309,6 +399,95 @@ def test_a_jitted_method_takes_self_as_a_static_argument():
     assert fgrad.grad(Scale(3.0).apply)(2.0) == 3.0
     with pytest.raises(TypeError, match="is a Scale .* Mark the argument static"):
         Scale(3.0).apply_dynamic(2.0)
+
+
+RNG = np.random.default_rng(0)
+
+
+def test_drawing_from_numpy_s_random_generators_while_tracing_warns_that_the_numbers_are_frozen():
+    def dropout(x):
+        return x * (np.random.rand(*x.shape) > 0.5)
+
+    jitted = fgrad.jit(dropout)
+    with pytest.warns(UserWarning) as record:
+        first = jitted(np.ones(100))
+    assert len(record) == 1 and record[0].filename == __file__  # the user's call
+    message = str(record[0].message)
+    assert message.startswith("jit of dropout: while it traced, the function drew random numbers from NumPy's "
+                              "global random state (np.random.*). They are now constants of the compiled "
+                              "function, the same on every call. Use fgrad.random with a key")
+    assert "fgrad.random.split(key)" in message
+    np.testing.assert_array_equal(jitted(np.ones(100)), first)  # what it warns of
+    with pytest.warns(UserWarning, match=r"from `RNG`, a global the function reads\."):
+        fgrad.jit(lambda x: x + RNG.normal(size=x.shape))(np.ones(3))
+
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.RandomState(0)
+
+        def apply(self, x):
+            return x + self.rng.uniform()
+
+    with pytest.warns(UserWarning, match=r"from `self.rng`, an attribute of the method's object\."):
+        fgrad.grad(fgrad.jit(Noisy().apply))(1.0)  # under a transform too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fgrad.jit(lambda x: x * np.ones(3) + RNG.bit_generator.state["state"]["inc"] * 0.0)(np.ones(3))
+        key = fgrad.random.key(0)
+        fgrad.jit(lambda k, x: x * fgrad.random.bernoulli(k, 0.5, x.shape))(key, np.ones(3))
+        fgrad.make_jaxpr(dropout)(np.ones(3))  # its jaxpr shows the constants it made: no warning
+
+
+class Affine:
+    def __init__(self):
+        self.w = np.array([1.0, 2.0, 3.0])
+        self.scale = 2.0
+        self.traces = []
+
+    def apply(self, x):
+        self.traces.append(1)  # a list changed in place: the same object
+        return fnp.sum(x * self.w) * self.scale
+
+
+def test_a_jitted_bound_method_traces_again_when_its_object_s_attributes_are_rebound(caplog):
+    layer = Affine()
+    apply = fgrad.jit(layer.apply)
+    x = np.ones(3)
+    assert apply(x) == 12.0 and apply(x) == 12.0 and len(layer.traces) == 1  # unchanged: no new trace
+    layer.w = np.array([1.0, 1.0, 1.0])
+    assert apply(x) == 6.0 and len(layer.traces) == 2
+    layer.scale = 3.0
+    assert apply(x) == 9.0 and len(layer.traces) == 3
+    layer.scale = 3.0  # another float, equal to the one traced with
+    assert apply(x) == 9.0 and apply(np.full(3, 2.0)) == 18.0 and len(layer.traces) == 3
+    layer.w = np.array([4.0])  # one element, broadcast
+    assert apply(x) == 36.0 and len(layer.traces) == 4
+    layer.w = np.array([5.0])
+    assert fgrad.grad(apply)(x).tolist() == [15.0] * 3 and len(layer.traces) == 5  # under a transform too
+    compiled = apply.lower(x).compile()
+    assert compiled(x) == 45.0
+    layer.bias = 1.0
+    with pytest.raises(TypeError, match="traced with other attributes of its object: the method's object has a "
+                                        "new attribute `bias`"):
+        compiled(x)
+    fgrad.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING", logger="fgrad.jit"):
+            assert apply(x) == 45.0
+            del layer.bias
+            apply(x)
+            layer.w = np.zeros(3)
+            apply(x)
+    finally:
+        fgrad.config.update("explain_cache_misses", False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "jit of apply traces again: the method's object has a new attribute `bias`",
+        "jit of apply traces again: the method's object no longer has its attribute `bias`",
+        "jit of apply traces again: attribute `w` of the method's object was rebound to another value",
+    ]
+    assert apply(x=x) == 0.0  # a call the fast path does not take checks too
+    layer.w = np.ones(3)
+    assert apply(x=x) == 9.0
 
 
 def test_grad_of_a_jitted_function_holding_checkpoint_custom_rules_and_loops():
