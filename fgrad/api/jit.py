@@ -30,7 +30,9 @@ from typing import Any, overload
 import numpy as np
 
 from ..config import config
+from ..core import fp_warnings
 from ..core.avals import ShapedArray, get_aval
+from ..core.fp_warnings import user_warnings
 from ..core.libraries import library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.codegen import compile_jaxpr
@@ -123,7 +125,8 @@ class Compiled:
                 f"with ({got}) (or other static values or structure). Call the jitted function itself, "
                 "which traces a version for each kind of argument."
             )
-        with on_library([*entry.consts, *operands]):  # another array library's: equation by equation
+        # another array library's: equation by equation
+        with on_library([*entry.consts, *operands]), user_warnings():
             outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self._jitted.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
@@ -168,9 +171,14 @@ class Jitted:
         if key is not None:
             entry = self._fast.get(key)
             if entry is not None and entry.run is not None:
-                outs = entry.run(*entry.consts, *args)
+                token = fp_warnings.enter()
+                try:
+                    outs = entry.run(*entry.consts, *args)
+                finally:
+                    fp_warnings.leave(token)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
-        return self._call(key, args, kwargs)
+        with user_warnings():
+            return self._call(key, args, kwargs)
 
     def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call that the fast path (`key`: its key, if it has one) did not run."""

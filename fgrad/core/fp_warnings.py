@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["user_warnings", "reissue"]
+__all__ = ["user_warnings", "enter", "leave", "reissue"]
 
 # NumPy >= 2 keeps its error state in a context variable: set it directly, at a quarter of
 # np.errstate's cost (a jitted call pays it). A NumPy without one gets np.errstate.
@@ -39,6 +39,7 @@ _extobj_contextvar: Any = getattr(_umath, "_extobj_contextvar", None)
 
 _MODES = ("divide", "over", "under", "invalid")
 _GENERATED = "<fgrad"  # the file name of every function jit generates
+_DIFFERENTIATION = frozenset({"fgrad.transforms.forward", "fgrad.transforms.reverse"})  # rules run there
 _CALLED = re.compile(r"\b(?:np|math|numpy)\.(\w+)\(|= (\w+)\(")
 
 
@@ -54,9 +55,14 @@ def _operation(frame: FrameType) -> str | None:
     """The operation an fgrad frame is computing: a primitive among its locals,
     or the function a line of generated code calls."""
     filename = frame.f_code.co_filename
-    if filename.startswith(_GENERATED):
+    if filename.startswith(_GENERATED):  # the function the line calls, by its own name (f0 is numpy.log)
         found = _CALLED.search(linecache.getline(filename, frame.f_lineno))
-        return (found.group(1) or found.group(2)) if found else None
+        if found is None:
+            return None
+        if found.group(1):
+            return found.group(1)
+        called = frame.f_globals.get(found.group(2))
+        return getattr(called, "__name__", None) or found.group(2)
     local = frame.f_locals
     for name in ("prim", "self", "primitive"):
         candidate = local.get(name)
@@ -71,13 +77,13 @@ def reissue(kind: str, flag: int) -> None:
     frame: FrameType | None = sys._getframe(1)
     operation = derivative_of = None
     while frame is not None and not _outside(frame):
-        if derivative_of is None:
+        if operation is None:
+            operation = _operation(frame)
+        elif derivative_of is None and frame.f_globals.get("__name__") in _DIFFERENTIATION:
             # An operation further out whose rule is running (a jvp rule computing log's 1/x),
             # or a backward pass's equation, which says whose derivative it belongs to.
             found = _operation(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
-            if operation is None:
-                operation = found
-            elif found != operation:
+            if found != operation:
                 derivative_of = found
         frame = frame.f_back
     message = f"{kind} encountered" + (f" in {operation}" if operation else "")
@@ -91,29 +97,49 @@ def reissue(kind: str, flag: int) -> None:
                            module=frame.f_globals.get("__name__"), registry=registry)
 
 
+def enter() -> Any:
+    """Set NumPy's error state to the handler's: the state in force, with each
+    "warn" made "call" (found once per state: a small cache). Returns what
+    `leave` takes to put it back. The hot path's pair (a jitted call); blocks
+    use `user_warnings()`."""
+    if _extobj_contextvar is None:
+        switch = _errstate_switch()
+        switch.__enter__()
+        return switch
+    current = _extobj_contextvar.get()
+    state = _ours.get(current, 0)
+    if state == 0:
+        state = _ours[current] = _ours_for(current)
+        if state is not None:
+            _ours[state] = None  # already ours: nested blocks leave it
+        if len(_ours) > 256:  # states made by a user's errstate in a loop: forget them
+            _ours.clear()
+    return None if state is None else _extobj_contextvar.set(state)
+
+
+def leave(token: Any) -> None:
+    """Put back the error state `enter` replaced."""
+    if token is None:
+        return
+    if _extobj_contextvar is None:
+        token.__exit__(None, None, None)
+    else:
+        _extobj_contextvar.reset(token)
+
+
+_ours: dict[Any, Any] = {}  # a state in force -> the state to set (None: leave it); atomic dict operations
+
+
 class _Switch:
-    """Sets NumPy's error state to the handler's for one `with` block: the state
-    in force, with each "warn" made "call", found once per state (a small cache)."""
+    """`enter` and `leave` around a `with` block."""
 
     __slots__ = ("token",)
-    _ours: dict[Any, Any] = {}  # the state in force -> the state to set (None: leave it)
 
     def __enter__(self) -> None:
-        assert _extobj_contextvar is not None
-        current = _extobj_contextvar.get()
-        ours = self._ours
-        state = ours.get(current, 0)
-        if state == 0:
-            state = ours[current] = _ours_for(current)
-            if state is not None:
-                ours[state] = None  # already ours: nested blocks leave it
-            if len(ours) > 256:  # states made by a user's errstate in a loop: forget them
-                ours.clear()
-        self.token = None if state is None else _extobj_contextvar.set(state)
+        self.token = enter()
 
     def __exit__(self, *exc: object) -> None:
-        if self.token is not None:
-            _extobj_contextvar.reset(self.token)
+        leave(self.token)
 
 
 def _ours_for(current: Any) -> Any:

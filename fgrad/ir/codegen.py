@@ -35,8 +35,11 @@ Each primitive says how it is written, beside its other rules
 
 from __future__ import annotations
 
+import itertools
+import linecache
 import math
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -61,7 +64,7 @@ class CompiledJaxpr:
     (its constants are built in) for the list of its outputs; `source` is the
     text it was compiled from."""
 
-    __slots__ = ("fun", "source", "_legend")
+    __slots__ = ("fun", "source", "_legend", "__weakref__")
 
     def __init__(self, fun: Callable[..., list[Any]], source: str,
                  legend: dict[str, tuple[Any, ...]] | None = None) -> None:
@@ -166,8 +169,11 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     else:
         lines = [f"def jitted({params}):", *writer.body(floats=False)]
     source = "\n".join(lines)
-    exec(compile(source, "<fgrad.jit>", "exec"), writer.namespace)
-    return CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    filename = _source_file(source)
+    exec(compile(source, filename, "exec"), writer.namespace)
+    compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    weakref.finalize(compiled, linecache.cache.pop, filename, None)
+    return compiled
 
 
 def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
@@ -239,8 +245,23 @@ def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
     outs = ", ".join(operand(a, len(jaxpr.eqns), k) for k, a in enumerate(jaxpr.outvars))
     lines.append(f"    return [{outs}]")
     source = "\n".join(lines)
-    exec(compile(source, f"<fgrad.jit on {library.name}>", "exec"), namespace)
-    return CompiledJaxpr(namespace["jitted"], source)
+    filename = _source_file(source, f" on {library.name}")
+    exec(compile(source, filename, "exec"), namespace)
+    compiled = CompiledJaxpr(namespace["jitted"], source)
+    weakref.finalize(compiled, linecache.cache.pop, filename, None)
+    return compiled
+
+
+_numbers = itertools.count()
+
+
+def _source_file(source: str, suffix: str = "") -> str:
+    """A file name of its own for generated `source`, which linecache then knows (until the
+    compiled function goes): tracebacks show its lines, and NumPy's warnings from it can be
+    told which operation they come from."""
+    filename = f"<fgrad.jit{suffix} #{next(_numbers)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return filename
 
 
 def _summary(value: Any) -> str:

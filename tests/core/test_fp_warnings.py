@@ -114,3 +114,26 @@ def test_the_errstate_path_for_a_numpy_without_the_context_variable(monkeypatch)
     assert ("invalid value encountered in log", __file__, line_of("fnp.log", logs_and_roots), RuntimeWarning) in seen
     with np.errstate(all="ignore"):
         assert caught(lambda: fgrad.grad(logs_and_roots)(np.array([-1.0, 2.0]))) == []
+
+
+def test_a_jitted_functions_warnings_come_from_the_line_that_calls_it_naming_the_operation():
+    f = fgrad.jit(lambda x: fnp.sum(fnp.log(x) * 2.0))
+    for _ in range(2):  # the first call traces, the second runs the generated code alone
+        line = inspect.currentframe().f_lineno + 1
+        seen = caught(lambda: f(np.array([-1.0, 1.0])))
+        assert seen == [("invalid value encountered in log", __file__, line, RuntimeWarning)], seen
+    g = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.sqrt(x))))
+    seen = caught(lambda: g(np.array([0.0, 1.0])))
+    assert seen and all(filename == __file__ for _, filename, _, _ in seen), seen
+    assert any(message.startswith("divide by zero encountered in") for message, *_ in seen)
+
+
+def test_an_error_inside_generated_code_shows_the_generated_line():
+    import traceback
+
+    f = fgrad.jit(lambda a: fnp.linalg.inv(a) * 2.0)
+    f(np.eye(2))
+    with pytest.raises(np.linalg.LinAlgError) as e:
+        f(np.zeros((2, 2)))
+    frames = [fr for fr in traceback.extract_tb(e.value.__traceback__) if fr.filename.startswith("<fgrad.jit")]
+    assert frames and frames[0].line  # linecache knows the generated source
