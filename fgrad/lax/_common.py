@@ -1,7 +1,8 @@
 """What the control-flow primitives share: staging a user's function of pytrees
 into a closure-converted jaxpr, checking that its results keep their types,
 reordering a jaxpr's inputs and outputs, and running a jaxpr on the current
-trace (reverse mode unrolls loops whose steps are known)."""
+trace (reverse mode unrolls a while_loop whose steps are known, and a scan
+holding one)."""
 
 from __future__ import annotations
 

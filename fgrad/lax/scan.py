@@ -11,10 +11,15 @@ Parameters: the body's closed `jaxpr`, `length`, `reverse`, `num_consts` and
   writes it as a Python `for` with the body inline;
 * forward mode is `scan` of the body's jvp, the carry's tangents found to a
   fixpoint;
-* reverse mode unrolls the loop onto the differentiation (its number of
-  steps is known, under jit too): each step's residuals are kept, `length`
-  times those of one step (use `checkpoint` on the body to keep only its
-  inputs), and the backward pass transposes the steps in reverse;
+* reverse mode stays a loop (JAX's recipe): the body is linearized once; a
+  scan of its known part runs now and stacks each step's residuals (those
+  of the constants alone computed once, an x not stacked again), the linear
+  part is staged as a scan over them, and its transpose is a scan the other
+  way, whose per-step products of two step values (a weight's cotangent)
+  become one product of the stacks. `length` steps of residuals are kept
+  (use `checkpoint` on the body to keep only its inputs). A body holding a
+  `while_loop` is unrolled where the values are known, as the while_loop
+  unrolls itself there, so that its higher derivatives work eagerly;
 * vmap batches the carry to a fixpoint, and moves the batch axis of the xs
   behind the scanned one; the ys come out batched along axis 1.
 """
@@ -531,17 +536,29 @@ block_rules[scan_p] = _scan_block
 
 
 def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
+         reverse: bool = False, unroll: int | bool = 1, checkpoints: int | None = None) -> tuple[Any, Any]:
     """Loop `carry, y = f(carry, x)` over the leading axis of `xs` (pytrees
     allowed), returning the final carry and the stacked ys (JAX's `lax.scan`).
     `xs` may be None with `length` given; `reverse` runs from the last slice;
     `unroll` is accepted and has no effect. Differentiable in both modes
-    everywhere, jit included (reverse mode keeps `length` steps of residuals).
+    everywhere, jit included: reverse mode is a loop too, keeping `length`
+    steps of residuals.
+
+    `checkpoints=k` (fgrad's; JAX has none) trades time for memory in reverse
+    mode: the steps run in k segments of about length/k, each a `checkpoint`,
+    so the forward pass keeps only the k carries that start them, and the
+    backward pass recomputes one segment's steps at a time: residuals of
+    length/k steps and k carries at once instead of length steps, for one
+    more forward pass in time. k = sqrt(length) keeps the least.
 
     >>> import numpy as np
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0))
     (np.float64(6.0), array([0., 2., 9.]))
+    >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0), checkpoints=2)
+    (np.float64(6.0), array([0., 2., 9.]))
     """
+    if checkpoints is not None:
+        return _in_segments(f, init, xs, length, bool(reverse), checkpoints)
     carry_leaves, carry_tree = leaves_of(init)
     x_leaves, x_tree = leaves_of(xs)
     lengths = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in x_leaves}
@@ -576,6 +593,48 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     outs = scan_p.bind(*staged.consts, *carry_leaves, *x_leaves, jaxpr=staged.jaxpr, length=n,
                        reverse=bool(reverse), num_consts=len(staged.consts), num_carry=len(carry_leaves))
     return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
+
+
+def _in_segments(f: Callable[[Any, Any], Any], init: Any, xs: Any, length: int | None, reverse: bool,
+                 checkpoints: Any) -> tuple[Any, Any]:
+    """`scan(f, init, xs, length, reverse)` as at most `checkpoints` checkpointed
+    scans of equal length (an outer scan over them) and one shorter for the rest."""
+    from ..custom_derivatives import checkpoint
+    from ..numpy import concatenate, reshape
+
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)) or checkpoints < 1:
+        raise ValueError(f"scan: checkpoints must be a positive integer (the segments reverse mode keeps "
+                         f"the carry of), got {checkpoints!r}")
+    x_leaves, x_tree = leaves_of(xs)
+    n = int(length) if length is not None else (int(np.shape(x_leaves[0])[0]) if x_leaves else 0)
+    size = -(-n // int(checkpoints)) if n else 0  # ceil: at most `checkpoints` segments
+    if size <= 1:  # a segment per step: nothing to recompute
+        return scan(f, init, xs, length, reverse)
+    full, rest = n // size, n % size
+
+    def part(x: Any, start: int, stop: int) -> Any:
+        return x[start:stop]
+
+    def segment(carry: Any, seg_xs: Any) -> Any:
+        return scan(f, carry, seg_xs, size if seg_xs is None else None, reverse)
+
+    run_segment = checkpoint(segment)
+    head_xs = None if xs is None else tree_unflatten(x_tree, [
+        reshape(part(x, 0, full * size), (full, size, *np.shape(x)[1:])) for x in x_leaves])
+    tail_xs = None if xs is None else tree_unflatten(x_tree, [part(x, full * size, n) for x in x_leaves])
+    outer = lambda c: scan(run_segment, c, head_xs, full if xs is None else None, reverse)  # noqa: E731
+    tail = lambda c: scan(f, c, tail_xs, rest if xs is None else None, reverse)  # noqa: E731
+    if not reverse:  # the last steps are the tail's: after the segments, or first when reversed
+        carry, head_ys = outer(init)
+        carry, tail_ys = tail(carry) if rest else (carry, None)
+    else:
+        carry, tail_ys = tail(init) if rest else (init, None)
+        carry, head_ys = outer(carry)
+    y_leaves, y_tree = leaves_of(head_ys)
+    ys = [reshape(y, (full * size, *np.shape(y)[2:])) for y in y_leaves]
+    if rest:
+        ys = [concatenate([y, t]) for y, t in zip(ys, leaves_of(tail_ys)[0])]
+    return carry, tree_unflatten(y_tree, ys)
 
 
 def map(f: Callable[[Any], Any], xs: Any) -> Any:  # noqa: A001 (JAX's name)

@@ -1,0 +1,123 @@
+"""Reverse mode of scan as a loop: gradients equal the same loop written in Python
+(eagerly, under jit, vmap and to second order), the jaxpr does not grow with the
+number of steps, and `checkpoints=k` gives the same gradients with less memory."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import lax
+from fgrad.test_util import check_grads
+
+
+def rnn_parts(steps, width, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((width, width)) / np.sqrt(width), rng.standard_normal((2, width)),
+            rng.standard_normal((steps, 2)))
+
+
+def scan_loss(W, U, xs, **kwargs):
+    def cell(h, x):
+        h = fnp.tanh(h @ W + x @ U)
+        return h, fnp.sum(h * h)
+
+    h, ys = lax.scan(cell, fnp.zeros(W.shape[0]), xs, **kwargs)
+    return fnp.sum(h) + fnp.sum(ys * fnp.cos(fnp.arange(ys.shape[0])))
+
+
+def loop_loss(W, U, xs, reverse=False):
+    h, ys = fnp.zeros(W.shape[0]), []
+    for x in (xs[::-1] if reverse else xs):
+        h = fnp.tanh(h @ W + x @ U)
+        ys.append(fnp.sum(h * h))
+    ys = fnp.stack(ys[::-1] if reverse else ys)
+    return fnp.sum(h) + fnp.sum(ys * fnp.cos(fnp.arange(ys.shape[0])))
+
+
+@given(steps=st.integers(1, 12), width=st.integers(1, 4), reverse=st.booleans(),
+       checkpoints=st.sampled_from([None, 1, 2, 3, 5]))
+@settings(max_examples=25, deadline=None)
+def test_gradient_equals_the_python_loops(steps, width, reverse, checkpoints):
+    W, U, xs = rnn_parts(steps, width)
+    want = fgrad.grad(loop_loss, argnums=(0, 1))(W, U, xs, reverse)
+    grads = fgrad.grad(lambda W, U: scan_loss(W, U, xs, reverse=reverse, checkpoints=checkpoints), argnums=(0, 1))
+    for got in (grads(W, U), fgrad.jit(grads)(W, U)):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("checkpoints", [None, 3])
+def test_second_order_forward_over_reverse_and_reverse_over_reverse(checkpoints):
+    W, U, xs = rnn_parts(7, 3)
+    check_grads(lambda W: scan_loss(W, U, xs, checkpoints=checkpoints), (W,), order=2, modes=("rev",))
+    h = fgrad.hessian(lambda W: scan_loss(W, U, xs, checkpoints=checkpoints))(W)
+    want = fgrad.hessian(lambda W: loop_loss(W, U, xs))(W)
+    np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-11)
+
+
+def test_vmap_of_the_gradient_equals_a_python_loop_over_examples():
+    W, U, xs = rnn_parts(6, 3)
+    batch = np.stack([xs, 2 * xs, -xs])
+    got = fgrad.vmap(fgrad.grad(lambda W, xs: scan_loss(W, U, xs)), in_axes=(None, 0))(W, batch)
+    for b in range(3):
+        np.testing.assert_allclose(got[b], fgrad.grad(lambda W: loop_loss(W, U, batch[b]))(W), rtol=1e-10)
+
+
+def test_the_gradients_jaxpr_is_the_same_size_at_any_length():
+    sizes = []
+    for steps in (10, 1000):
+        W, U, xs = rnn_parts(steps, 4)
+        sizes.append(len(fgrad.make_jaxpr(fgrad.grad(lambda W: scan_loss(W, U, xs)))(W).jaxpr.eqns))
+    assert sizes[0] == sizes[1] < 200
+
+
+def test_a_loop_constants_residuals_are_computed_once_not_stacked():
+    W, U, xs = rnn_parts(50, 4)
+    jaxpr = fgrad.make_jaxpr(fgrad.grad(lambda W: scan_loss(W, U, xs)))(W)
+    forward = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan")
+    stacked = [v.aval.shape for v in forward.outvars[2:]]  # after the carry and the ys: the residuals
+    assert all(shape[0] == 50 and shape[1:] in ((4,), ()) for shape in stacked), stacked  # no (50, 4, 4): W
+
+
+def test_checkpoints_keep_a_quarter_of_the_memory_or_less():
+    rng = np.random.default_rng(1)
+    steps, width = 2048, 256
+    W = rng.standard_normal((width, width)) / np.sqrt(width)
+    xs = rng.standard_normal((steps, width)) * 0.1
+
+    def loss(W, checkpoints):
+        h, _ = lax.scan(lambda h, x: (fnp.tanh(h @ W + x), None), fnp.zeros(width), xs, checkpoints=checkpoints)
+        return fnp.sum(h ** 2)
+
+    peaks, grads = [], []
+    for k in (None, 8):
+        tracemalloc.start()
+        grads.append(fgrad.grad(loss)(W, k))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=1e-15)
+    assert peaks[1] <= 0.25 * peaks[0], peaks
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "4"])
+def test_checkpoints_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match=r"scan: checkpoints must be a positive integer .* got"):
+        lax.scan(lambda c, x: (c + x, None), 0.0, np.ones(4), checkpoints=bad)
+
+
+def test_checkpointed_scan_without_xs_and_with_pytrees():
+    def f(c, _):
+        return {"a": c["a"] * 1.1, "b": c["b"] + c["a"]}, (c["a"], c["b"])
+
+    init = {"a": 1.0, "b": 0.5}
+    want = lax.scan(f, init, None, length=7)
+    got = lax.scan(f, init, None, length=7, checkpoints=3)
+    for w, g in zip(fgrad.tree_util.tree_leaves(want), fgrad.tree_util.tree_leaves(got), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+    d = lambda k: fgrad.grad(lambda a: lax.scan(f, {"a": a, "b": 0.5}, None, length=7, checkpoints=k)[0]["b"])(1.0)  # noqa: E731
+    assert d(3) == pytest.approx(d(None), rel=1e-14)
