@@ -448,10 +448,12 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     return tree_unflatten(tree, outs)
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
+              checkpoints: int | None = None) -> Any:
     """`val = body_fun(i, val)` for i from `lower` to `upper` (JAX's
-    `lax.fori_loop`). With bounds known when it is called it is a `scan`;
-    with traced bounds, a `while_loop` (reverse mode works for both).
+    `lax.fori_loop`). With bounds known when it is called it is a `scan`
+    (`checkpoints=k` as scan's: reverse mode keeps k carries and recomputes the
+    rest); with traced bounds, a `while_loop` (reverse mode works for both).
 
     >>> fori_loop(0, 4, lambda i, x: x + i, 0.0)
     np.float64(6.0)
@@ -471,8 +473,11 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
             return (i + 1, body_fun(i, val)), None
 
         (_, out), _ = scan(step, (np.asarray(start, get_aval(leaves_of(lower)[0][0]).dtype), init_val), None,
-                           length=max(int(hi) - start, 0))
+                           length=max(int(hi) - start, 0), checkpoints=checkpoints)
         return out
+    if checkpoints is not None:
+        raise ValueError("fori_loop: checkpoints needs bounds known when fori_loop is called (it makes the "
+                         "loop a scan of a fixed number of steps); with traced bounds it is a while_loop")
 
     def goes_on(carry: Any) -> Any:
         return carry[0] < upper

@@ -121,3 +121,16 @@ def test_checkpointed_scan_without_xs_and_with_pytrees():
         np.testing.assert_allclose(g, w, rtol=1e-15)
     d = lambda k: fgrad.grad(lambda a: lax.scan(f, {"a": a, "b": 0.5}, None, length=7, checkpoints=k)[0]["b"])(1.0)  # noqa: E731
     assert d(3) == pytest.approx(d(None), rel=1e-14)
+
+
+def test_fori_loop_with_checkpoints():
+    W, U, xs = rnn_parts(9, 3)
+
+    def loss(W, checkpoints):
+        step = lambda i, h: fnp.tanh(h @ W + fnp.take(xs, i, axis=0) @ U)  # noqa: E731
+        h = lax.fori_loop(0, 9, step, fnp.zeros(3), checkpoints=checkpoints)
+        return fnp.sum(h ** 2)
+
+    np.testing.assert_allclose(fgrad.grad(loss)(W, 3), fgrad.grad(loss)(W, None), rtol=1e-13)
+    with pytest.raises(ValueError, match="fori_loop: checkpoints needs bounds known when fori_loop is called"):
+        fgrad.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x * 2.0, 1.0, checkpoints=2))(3)
