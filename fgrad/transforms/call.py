@@ -24,7 +24,7 @@ from .forward import JVPTracer, jvp_jaxpr
 from .reverse import transpose_jaxpr
 
 __all__ = ["unpack_tangents", "call_jvp", "call_transpose", "call_batch", "run_on", "with_tangents",
-           "split_tangents", "linearize_inline"]
+           "split_tangents"]
 
 
 def unpack_tangents(
@@ -100,10 +100,3 @@ def split_tangents(trace: Trace, outs: Sequence[Any]) -> tuple[list[Any], list[A
             primals.append(x)
             tangents.append(None)
     return primals, tangents
-
-
-def linearize_inline(trace: Trace, closed: ClosedJaxpr, primals: Sequence[Any],
-                     tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """Reverse mode of a call of `closed` as if its equations were inline: the
-    differentiation runs through each of them with its own rule."""
-    return split_tangents(trace, run_on(trace, closed, with_tangents(trace, primals, tangents)))

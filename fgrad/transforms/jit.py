@@ -4,10 +4,11 @@
 Python code (`ir/codegen.py`; under debug_nans, equation by equation). Its
 forward, transpose and batch rules are those of every call-like primitive
 (`call.py`): `jit` of the transformed jaxpr, so `grad(jit(f))`, `vmap(jit(f))`
-and `jit(jit(f))` stay jit equations. Reverse mode splits the jvp jaxpr by
-partial evaluation: the known part (the primal computation and the residuals
-it leaves) runs now as one jit call, and the unknown part, linear in the
-tangents, is staged as another, which the backward pass transposes.
+and `jit(jit(f))` stay jit equations. Reverse mode linearizes the jaxpr
+(`linearize_jaxpr`, each equation by its own rule, so control flow and custom
+rules inside are split too): the known part (the primal computation and the
+residuals it leaves) runs now as one jit call, and the linear part is staged
+as another, which the backward pass transposes.
 
 The public `fgrad.jit` (tracing, caching, pytrees) is in `api/jit.py`.
 """
@@ -20,14 +21,11 @@ from ..core.avals import ShapedArray
 from ..core.libraries import generic_impls
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
-from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
-from ..ir.jaxpr import ClosedJaxpr, sub_jaxprs
-from .call import call_batch, call_jvp, call_transpose, linearize_inline, unpack_tangents
-from .forward import jvp_jaxpr
-from .partial_eval import partial_eval_jaxpr
-from .reverse import LinearizeTrace
+from ..ir.jaxpr import ClosedJaxpr
+from .call import call_batch, call_jvp, call_transpose
+from .reverse import LinearizeTrace, linearize_jaxpr
 
 __all__ = ["jit_p"]
 
@@ -47,32 +45,18 @@ generic_impls.add(jit_p)
 
 def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
                    jaxpr: ClosedJaxpr, name: str) -> tuple[list[Any], list[Any]]:
-    if _higher_order(jaxpr):
-        # The jvp of a checkpoint, a custom rule or a loop mixes primal and
-        # tangent work in one equation, which splitting by equations cannot
-        # separate (and a custom_vjp has no jvp): differentiate the jaxpr as if
-        # it were inline, each equation with its own reverse-mode rule.
-        return linearize_inline(trace, jaxpr, primals, tangents)
+    # The jaxpr linearized once, each equation by its own rule (linearize_jaxpr),
+    # so that a cond, a loop, a checkpoint or a custom rule inside is split too:
+    # the known part runs now as one jit call, the linear part is staged as another.
     nonzeros = tuple(t is not None for t in tangents)
-    jvp, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros, False)
-    unknowns = (False,) * len(primals) + (True,) * sum(nonzeros)
+    known, linear, out_nonzeros, _ = linearize_jaxpr(jaxpr, nonzeros, False)
     n_out = len(jaxpr.out_avals)
-    # Every tangent output goes to the linear part, even one that does not
-    # depend on the tangents (a custom rule's constant): it is then a residual.
-    instantiate = (False,) * n_out + (True,) * sum(out_nonzeros)
-    known, unknown, out_unknowns, _ = partial_eval_jaxpr(jvp, unknowns, instantiate)
-    assert out_unknowns == instantiate, out_unknowns  # primal outputs never need a tangent
     outs_and_res = jit_p.bind(*primals, jaxpr=known, name=name)  # now, on the primal trace
     outs, res = outs_and_res[:n_out], outs_and_res[n_out:]
     t_outs = trace.stage(jit_p, [*res, *(t for t in tangents if t is not None)],
-                         {"jaxpr": unknown, "name": name}) if sum(out_nonzeros) else []
-    return outs, unpack_tangents([*outs, *t_outs], n_out, out_nonzeros)[1]
-
-
-@cached_per_jaxpr
-def _higher_order(closed: ClosedJaxpr) -> bool:
-    """Whether an equation of `closed` holds a jaxpr of its own."""
-    return any(sub_jaxprs(e) for e in closed.jaxpr.eqns)
+                         {"jaxpr": linear, "name": name}) if any(out_nonzeros) else []
+    it = iter(t_outs)
+    return outs, [next(it) if nz else None for nz in out_nonzeros]
 
 
 jvp_rules[jit_p] = Linearization(call_jvp(jit_p), _jit_linearize)

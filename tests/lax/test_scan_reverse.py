@@ -134,3 +134,15 @@ def test_fori_loop_with_checkpoints():
     np.testing.assert_allclose(fgrad.grad(loss)(W, 3), fgrad.grad(loss)(W, None), rtol=1e-13)
     with pytest.raises(ValueError, match="fori_loop: checkpoints needs bounds known when fori_loop is called"):
         fgrad.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x * 2.0, 1.0, checkpoints=2))(3)
+
+
+def test_grad_of_jit_keeps_the_jit_boundary_with_control_flow_inside():
+    from fgrad.lax import cond
+
+    W, U, xs = rnn_parts(5, 3)
+    f = fgrad.jit(lambda W, x: cond(fnp.sum(x) > 0, fnp.sin, fnp.cos, scan_loss(W, U, xs)) * x)
+    for x in (1.0, -1.0):
+        names = [e.primitive.name for e in fgrad.make_jaxpr(fgrad.grad(f))(W, x).jaxpr.eqns]
+        assert names == ["jit", "jit"], names  # the known part now, the transposed linear part
+        plain = lambda W: (fnp.sin if x > 0 else fnp.cos)(loop_loss(W, U, xs)) * x  # noqa: E731
+        np.testing.assert_allclose(fgrad.grad(f)(W, x), fgrad.grad(plain)(W), rtol=1e-12)
