@@ -2,7 +2,7 @@
 into a closure-converted jaxpr, checking that its results keep their types,
 reordering a jaxpr's inputs and outputs, and running a jaxpr on the current
 trace (reverse mode unrolls a while_loop whose steps are known, and a scan
-holding one)."""
+holding one), and the fixpoint of a loop's carries."""
 
 from __future__ import annotations
 
@@ -90,6 +90,24 @@ def check_same(what: str, expected_tree: PyTreeDef, expected: Sequence[ShapedArr
         if a.shape != b.shape or a.dtype != b.dtype:
             leaf = f"leaf {paths[k]}" if k < len(paths) and paths[k] else f"leaf {k}"
             raise TypeError(f"{what}: {leaf} is {a.str_short()} in one and {b.str_short()} in the other")
+
+
+def carry_fixpoint(carry_flags: Callable[[list[bool]], Sequence[bool]],
+                   flags: Sequence[bool]) -> list[bool]:
+    """The carries of a loop that have a property (a tangent, a batch axis, being
+    linear), from those whose initial value has it: a carry has it when its
+    update has it, given the carries that have it (`carry_flags`, the body's
+    flags for its carry outputs), so grow the set until the body agrees.
+
+    >>> carry_fixpoint(lambda f: [f[1], f[0]], [True, False])  # a body that swaps its two carries
+    [True, True]
+    """
+    flags = list(flags)
+    while True:
+        grown = [a or bool(b) for a, b in zip(flags, carry_flags(flags))]
+        if grown == flags:
+            return flags
+        flags = grown
 
 
 def permuted(closed: ClosedJaxpr, in_order: Sequence[int],

@@ -56,6 +56,7 @@ from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxp
 from ._common import (
     assign,
     avals_of,
+    carry_fixpoint,
     check_same,
     concrete,
     indented,
@@ -109,20 +110,10 @@ while_p = Primitive("while", _while_impl, _while_aval, multiple_results=True)
 generic_impls.add(while_p)
 
 
-def _carry_fixpoint(out_nonzeros: Callable[[list[bool]], Sequence[bool]], carry_nz: list[bool]) -> list[bool]:
-    """The carries with a tangent: a carry gets one when its update depends on
-    one that has, so grow the set until the body's outputs agree with it."""
-    while True:
-        grown = [a or b for a, b in zip(carry_nz, out_nonzeros(carry_nz))]
-        if grown == carry_nz:
-            return carry_nz
-        carry_nz = grown
-
-
 def _body_jvp(body_jaxpr: ClosedJaxpr, const_nz: list[bool], carry_nz: list[bool]
               ) -> tuple[ClosedJaxpr, list[bool]]:
     """The body's jvp, and the carries with a tangent (a fixpoint)."""
-    carry_nz = _carry_fixpoint(
+    carry_nz = carry_fixpoint(
         lambda nz: jvp_jaxpr(body_jaxpr, tuple(const_nz + nz), tuple(nz))[1], carry_nz)
     return jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz))[0], carry_nz
 
@@ -319,7 +310,7 @@ def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: li
     _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
     const_nz = [t is not None for t in bct]
     # Found by linearizing, not by _body_jvp: a custom_vjp in the body has no jvp.
-    carry_nz = _carry_fixpoint(lambda nz: linearize_jaxpr(body_jaxpr, tuple(const_nz + nz), False)[2],
+    carry_nz = carry_fixpoint(lambda nz: linearize_jaxpr(body_jaxpr, tuple(const_nz + nz), False)[2],
                                [t is not None for t in initt])
     nc, nbt = len(init), sum(const_nz)
     if not sum(carry_nz):
@@ -361,17 +352,18 @@ def _while_batch(args: list[Any], dims: list[Any], *, cond_jaxpr: ClosedJaxpr, b
     size = batching.batch_size(args, dims)
     cc, bc, init = _split(args, cond_nconsts, body_nconsts)
     ccd, bcd, initd = _split(dims, cond_nconsts, body_nconsts)
-    carry_b = [dim is not None for dim in initd]
-    while True:  # the carries that differ between examples: a fixpoint
+
+    def batched_carries(carry_b: list[bool]) -> Sequence[bool]:  # the carries that differ between examples
         carry_dims = tuple(0 if b else None for b in carry_b)
-        test, (pred_b,) = batch_jaxpr(cond_jaxpr, size, tuple(ccd) + carry_dims, False)
-        body, out_b = batch_jaxpr(body_jaxpr, size, tuple(bcd) + carry_dims, tuple(carry_b))
-        grown = [a or b for a, b in zip(carry_b, out_b)]
+        (pred_b,) = batch_jaxpr(cond_jaxpr, size, tuple(ccd) + carry_dims, False)[1]
         if pred_b:  # each example stops on its own: every carry differs
-            grown = [True] * len(grown)
-        if grown == carry_b:
-            break
-        carry_b = grown
+            return [True] * len(carry_b)
+        return batch_jaxpr(body_jaxpr, size, tuple(bcd) + carry_dims, tuple(carry_b))[1]
+
+    carry_b = carry_fixpoint(batched_carries, [dim is not None for dim in initd])
+    carry_dims = tuple(0 if b else None for b in carry_b)
+    test, (pred_b,) = batch_jaxpr(cond_jaxpr, size, tuple(ccd) + carry_dims, False)
+    body, _ = batch_jaxpr(body_jaxpr, size, tuple(bcd) + carry_dims, tuple(carry_b))
     init = [batching.with_batch_axis(x, dim, size) if b else x for x, dim, b in zip(init, initd, carry_b)]
     out_dims = [0 if b else None for b in carry_b]
     if not pred_b:

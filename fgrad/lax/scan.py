@@ -55,6 +55,7 @@ from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxp
 from ._common import (
     assign,
     avals_of,
+    carry_fixpoint,
     check_same,
     concrete,
     indented,
@@ -117,13 +118,10 @@ def _scan_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, le
     ct, initt, xst = _split(tangents, num_consts, num_carry)
     const_nz, carry_nz, xs_nz = ([t is not None for t in ts] for ts in (ct, initt, xst))
     n_ys = len(jaxpr.out_avals) - num_carry
-    while True:  # the carries with a tangent: a fixpoint
-        instantiate = tuple(carry_nz) + (False,) * n_ys
-        body_jvp, out_nz = jvp_jaxpr(jaxpr, tuple(const_nz + carry_nz + xs_nz), instantiate)
-        grown = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
-        if grown == carry_nz:
-            break
-        carry_nz = grown
+    carry_nz = carry_fixpoint(  # the carries with a tangent
+        lambda nz: jvp_jaxpr(jaxpr, tuple(const_nz + nz + xs_nz), tuple(nz) + (False,) * n_ys)[1][:num_carry],
+        carry_nz)
+    body_jvp, out_nz = jvp_jaxpr(jaxpr, tuple(const_nz + carry_nz + xs_nz), tuple(carry_nz) + (False,) * n_ys)
     nk, nc, nx = num_consts, num_carry, len(xs)
     nkt, nct, nxt = sum(const_nz), sum(carry_nz), sum(xs_nz)
     nyt = sum(out_nz[nc:])
@@ -246,13 +244,11 @@ def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int,
     nk, nc = num_consts, num_carry
     n_ys = len(jaxpr.out_avals) - nc
     const_nz, carry_nz, xs_nz = (list(part) for part in _split(nonzeros, nk, nc))
-    while True:
-        nz = tuple(const_nz + carry_nz + xs_nz)
-        known, linear, out_nz, num_res = linearize_jaxpr(jaxpr, nz, tuple(carry_nz) + (False,) * n_ys)
-        grown = [a or b for a, b in zip(carry_nz, out_nz[:nc])]
-        if grown == carry_nz:
-            break
-        carry_nz = grown
+    carry_nz = carry_fixpoint(
+        lambda c: linearize_jaxpr(jaxpr, tuple(const_nz + c + xs_nz), tuple(c) + (False,) * n_ys)[2][:nc],
+        carry_nz)
+    nz = tuple(const_nz + carry_nz + xs_nz)
+    known, linear, out_nz, num_res = linearize_jaxpr(jaxpr, nz, tuple(carry_nz) + (False,) * n_ys)
     n_out = nc + n_ys
     fixed = [not v for v in _depends_on(known.jaxpr, range(nk, len(known.in_avals)))[n_out:]]
     invariant = None
@@ -313,14 +309,13 @@ def _linear_carries(jaxpr: ClosedJaxpr, linear: Sequence[bool], num_consts: int,
                     num_carry: int) -> list[bool]:
     """The carries a scan's body makes linear: those given linear, and (a fixpoint) those
     whose update depends on a linear input."""
-    carry = list(linear[num_consts:num_consts + num_carry])
-    while True:
-        flags = [*linear[:num_consts], *carry, *linear[num_consts + num_carry:]]
-        reached = _depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])
-        grown = [a or b for a, b in zip(carry, reached)]
-        if grown == carry:
-            return carry
-        carry = grown
+    consts, carry, xs = _split(linear, num_consts, num_carry)
+
+    def reached(c: list[bool]) -> list[bool]:
+        flags = [*consts, *c, *xs]
+        return _depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])[:num_carry]
+
+    return carry_fixpoint(reached, carry)
 
 
 def _scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool,
@@ -485,14 +480,14 @@ def _scan_batch(args: list[Any], dims: list[Any], *, jaxpr: ClosedJaxpr, length:
     xs = [x if dim is None else batching.move_axis(x, dim, 1) for x, dim in zip(xs, xsd)]
     xs_dims = tuple(None if dim is None else 0 for dim in xsd)
     n_ys = len(jaxpr.out_avals) - num_carry
-    carry_b = [dim is not None for dim in initd]
-    while True:  # the carries that differ between examples: a fixpoint
-        body, out_b = batch_jaxpr(jaxpr, size, tuple(cd) + tuple(0 if b else None for b in carry_b) + xs_dims,
-                                  tuple(carry_b) + (False,) * n_ys)
-        grown = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
-        if grown == carry_b:
-            break
-        carry_b = grown
+
+    def batched(carry_b: list[bool]) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+        return batch_jaxpr(jaxpr, size, tuple(cd) + tuple(0 if b else None for b in carry_b) + xs_dims,
+                           tuple(carry_b) + (False,) * n_ys)
+
+    # the carries that differ between examples
+    carry_b = carry_fixpoint(lambda b: batched(b)[1][:num_carry], [dim is not None for dim in initd])
+    body, out_b = batched(carry_b)
     init = [batching.with_batch_axis(x, dim, size) if b else x for x, dim, b in zip(init, initd, carry_b)]
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, length=length, reverse=reverse, num_consts=num_consts,
                        num_carry=num_carry)
