@@ -39,6 +39,7 @@ _extobj_contextvar: Any = getattr(_umath, "_extobj_contextvar", None)
 
 _MODES = ("divide", "over", "under", "invalid")
 _GENERATED = "<fgrad"  # the file name of every function jit generates
+_LIBRARIES = frozenset({"fgrad", "numpy", "scipy"})  # whose frames are not the user's
 _DIFFERENTIATION = frozenset({"fgrad.transforms.forward", "fgrad.transforms.reverse"})  # rules run there
 _CALLED = re.compile(r"\b(?:np|math|numpy)\.(\w+)\(|= (\w+)\(")
 
@@ -47,8 +48,8 @@ def _outside(frame: FrameType) -> bool:
     """Whether `frame` runs the user's code: not fgrad's, NumPy's or SciPy's."""
     if frame.f_code.co_filename.startswith(_GENERATED):
         return False
-    module = frame.f_globals.get("__name__") or ""
-    return not module.startswith(("fgrad.", "numpy", "scipy")) and module != "fgrad"
+    package = (frame.f_globals.get("__name__") or "").partition(".")[0]
+    return package not in _LIBRARIES
 
 
 def _operation(frame: FrameType) -> str | None:
