@@ -42,7 +42,7 @@ from ..ir.check import check_operands
 from ..ir.codegen import runner
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
-from ..ir.passes import dce_closed_jaxpr
+from ..ir.passes import dce_closed_jaxpr, has_effects
 from ..ir.staging import trace_to_jaxpr
 from ..primitives import batching, indexing, linalg, shapes
 from ..primitives import derivatives as d
@@ -251,6 +251,8 @@ def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int,
     known, linear, out_nz, num_res = linearize_jaxpr(jaxpr, nz, tuple(carry_nz) + (False,) * n_ys)
     n_out = nc + n_ys
     fixed = [not v for v in _depends_on(known.jaxpr, range(nk, len(known.in_avals)))[n_out:]]
+    if any(has_effects(e) for e in known.jaxpr.eqns):  # an effect runs once per step, never once ahead
+        fixed = [False] * len(fixed)
     invariant = None
     if any(fixed):
         only = dce_closed_jaxpr(known, [False] * n_out + fixed)

@@ -146,3 +146,25 @@ def test_grad_of_jit_keeps_the_jit_boundary_with_control_flow_inside():
         assert names == ["jit", "jit"], names  # the known part now, the transposed linear part
         plain = lambda W: (fnp.sin if x > 0 else fnp.cos)(loop_loss(W, U, xs)) * x  # noqa: E731
         np.testing.assert_allclose(fgrad.grad(f)(W, x), fgrad.grad(plain)(W), rtol=1e-12)
+
+
+def test_a_body_with_an_effect_runs_it_once_per_step_in_reverse_mode(capsys):
+    W, U, xs = rnn_parts(4, 2)
+
+    def loss(W):
+        def cell(h, x):
+            fgrad.debug.print("step")
+            return fnp.tanh(h @ W + x @ U), None
+
+        return fnp.sum(lax.scan(cell, fnp.zeros(2), xs)[0])
+
+    g = fgrad.grad(loss)(W)
+    assert capsys.readouterr().out.split() == ["step"] * 4
+
+    def loop(W):
+        h = fnp.zeros(2)
+        for x in xs:
+            h = fnp.tanh(h @ W + x @ U)
+        return fnp.sum(h)
+
+    np.testing.assert_allclose(g, fgrad.grad(loop)(W), rtol=1e-14)
