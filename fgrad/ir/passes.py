@@ -232,8 +232,11 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     A 1, 0 or -1 is a literal, a constant whose entries all are that
     number, or a `broadcast_to` of one. `mul x:f32[] 1.0:f64[]` is left
     alone (it promotes), and so is `add x:f64[3] 0.0:f64[2,3]` (it
-    broadcasts). `x + 0.0` is `x` but for the sign of a zero (-0.0 + 0.0
-    is 0.0), as in XLA's simplifier.
+    broadcasts). `mul x 1.0:f64[]` of a weak x (a Python float given to
+    jit) is strong, x is not: its uses read x where that types each of
+    their results as before, and it stays for the others and as an output.
+    `x + 0.0` is `x` but for the sign of a zero (-0.0 + 0.0 is 0.0), as in
+    XLA's simplifier.
 
     >>> import fgrad
     >>> print(simplify_jaxpr(fgrad.make_jaxpr(lambda x: (x * 1.0 + 0.0) * 3.0)(2.0)))
@@ -259,7 +262,13 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     for a in [a for e in closed.jaxpr.eqns for a in e.invars] + list(closed.jaxpr.outvars):
         if type(a) is Var:
             uses[a] = uses.get(a, 0) + 1
+    # Results dropped as identities of an operand that differs from them in weak type only (`mul
+    # 1.0:f64[] a` with a weak a: grad's seed times a jit argument given as a Python float). Their uses
+    # read the operand where that leaves every aval as it was; elsewhere, and as outputs, the equation
+    # is put back.
+    pending: dict[Var, JaxprEqn] = {}
     for eqn in closed.jaxpr.eqns:
+        _restore_where_types_change(eqn, env, pending, eqns, producer)
         eqn = _renamed(eqn, env)
         rewrite = None if has_effects(eqn) else _simplified(eqn, uniform, producer)
         if rewrite is None and not has_effects(eqn):
@@ -275,7 +284,10 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
             new = rewrite
         else:
             env[eqn.outvars[0]] = rewrite
-            changed = True
+            if rewrite.aval is eqn.outvars[0].aval:
+                changed = True
+            else:
+                pending[eqn.outvars[0]] = eqn
             continue
         changed = changed or new is not eqn
         eqns.append(new)
@@ -285,7 +297,47 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
             value = _uniform_value(new.invars[0], uniform)
             if value is not None:
                 uniform[new.outvars[0]] = value
+    for out in closed.jaxpr.outvars:
+        if type(out) is Var and out in pending:
+            _restore(out, env, pending, eqns, producer)
+    changed = changed or bool(pending)  # those still pending are gone
     return _rebuilt(closed, eqns, env) if changed else closed
+
+
+def _restore_where_types_change(
+    eqn: JaxprEqn, env: dict[Var, Atom], pending: dict[Var, JaxprEqn], eqns: list[JaxprEqn],
+    producer: dict[Var, JaxprEqn],
+) -> None:
+    """Put back the pending equations whose results `eqn` reads, if reading
+    their operands instead would change the avals of `eqn`'s results (a weak
+    operand with no strong one beside it keeps a result weak), or `eqn` has
+    jaxprs of its own (whose input avals are fixed)."""
+    dropped = [a for a in eqn.invars if type(a) is Var and a in pending]
+    if not dropped:
+        return
+    renamed = _renamed(eqn, env)
+    if not sub_jaxprs(renamed):
+        try:
+            avals = renamed.primitive.abstract_eval(*[a.aval for a in renamed.invars], **renamed.params)
+        except Exception:  # noqa: BLE001 - any failure means: keep the equations as they were
+            avals = None
+        if avals is not None:
+            avals = list(avals) if renamed.primitive.multiple_results else [avals]
+            if len(avals) == len(eqn.outvars) and all(a is v.aval for a, v in zip(avals, eqn.outvars)):
+                return
+    for v in dropped:
+        _restore(v, env, pending, eqns, producer)
+
+
+def _restore(
+    v: Var, env: dict[Var, Atom], pending: dict[Var, JaxprEqn], eqns: list[JaxprEqn],
+    producer: dict[Var, JaxprEqn],
+) -> None:
+    """The pending equation of `v` back in `eqns` (its inputs come earlier), and `v` read again."""
+    eqn = pending.pop(v)
+    del env[v]
+    eqns.append(eqn)
+    producer[v] = eqn
 
 
 def _negated(a: Atom, producer: dict[Var, JaxprEqn]) -> Atom | None:
@@ -384,6 +436,9 @@ def _simplified(
     for a in candidates:
         if a.aval is out:  # avals are interned: the same shape, dtype and weak type
             return a
+    for a in candidates:
+        if a.aval is not out and a.aval.weak_type and a.aval.strip_weak_type() is out:
+            return a  # weak where the result is not: simplify_jaxpr checks each use
     return None
 
 

@@ -12,7 +12,8 @@ numbers of constants of each. Rules:
   iterations, and the backward pass transposes the iterations in reverse
   (JAX cannot: XLA needs a static number of iterations). Where the
   condition's value is known as the loop runs (under grad, eagerly) the loop
-  is unrolled onto the differentiation; under jit or vmap the body's jvp is
+  is unrolled onto the differentiation; under jit or vmap (from the first
+  step where it is not known: vmap may batch a carry partway) the body's jvp is
   split by partial evaluation, and `while_tape` runs the known part keeping
   the residuals on a tape whose length is found at run time, which
   `while_tangents` and its transpose `while_cotangents` run the linear part
@@ -143,17 +144,20 @@ def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[A
                      cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
                      body_nconsts: int) -> Pair:
     cc, bc, carry = _split(with_tangents(trace, primals, tangents), cond_nconsts, body_nconsts)
-    first = True
+    num_consts = cond_nconsts + body_nconsts
     while True:
         holds = concrete(run_on(trace, cond_jaxpr, [*cc, *carry])[0])
         if holds is None:
-            assert first, "a loop's condition is known at every step or at none"
-            return _linearize_on_a_tape(trace, primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts,
-                                        body_nconsts)
+            # Not known (any more): the condition can become unknown partway, under vmap, when a carry
+            # that starts unbatched is batched by the body. The rest of the loop goes on a tape from
+            # here, the steps done so far already differentiated.
+            carry_primals, carry_tangents = split_tangents(trace, carry)
+            return _linearize_on_a_tape(trace, [*primals[:num_consts], *carry_primals],
+                                        [*tangents[:num_consts], *carry_tangents], cond_jaxpr, body_jaxpr,
+                                        cond_nconsts, body_nconsts)
         if not holds:
             return split_tangents(trace, carry)
         carry = run_on(trace, body_jaxpr, [*bc, *carry])
-        first = False
 
 
 # --- reverse mode where the condition is not known: a tape of residuals ----------

@@ -302,6 +302,8 @@ def multivariate_normal(key: ArrayLike, mean: ArrayLike, cov: ArrayLike, shape: 
                         dtype: Any = np.float64, method: str = "cholesky") -> Array:
     """Normal samples of mean `mean` (..., n) and covariance `cov` (..., n, n), as
     ``mean + L @ z`` with L the Cholesky factor of cov: differentiable in both.
+    `cov` is read as the symmetric (cov + cov^T) / 2, as JAX reads it, so the
+    gradient in it is symmetric (cholesky alone reads the lower triangle).
     `shape` (default: the broadcast batch shape of mean and cov) excludes n.
 
     >>> import fgrad.random as fr
@@ -325,5 +327,5 @@ def multivariate_normal(key: ArrayLike, mean: ArrayLike, cov: ArrayLike, shape: 
     out_shape = batch if shape is None else check_shape(shape, "multivariate_normal")
     _fits(out_shape, [batch], "multivariate_normal", "mean and cov without their last axes")
     z = normal(key, (*out_shape, m_shape[-1]), dt)
-    factor = fnp.linalg.cholesky(cov)
+    factor = fnp.linalg.cholesky(0.5 * (cov + fnp.swapaxes(cov, -1, -2)))
     return mean + fnp.matmul(factor, z[..., None])[..., 0]

@@ -549,7 +549,10 @@ class _MultivariateNormal:
     singular one, or one whose value is not known (under jit or vmap), goes
     through its eigendecomposition with SciPy's cutoff for small eigenvalues
     (pseudo-determinant and pseudo-inverse, -inf off the support); there the
-    derivative in `cov` needs distinct eigenvalues (eigh's).
+    derivative in `cov` needs distinct eigenvalues (eigh's). `cov` is read as the
+    symmetric (cov + cov^T) / 2, as JAX reads it, so the gradient in `cov` is
+    symmetric, (S^-1 d d^T S^-1 - S^-1) / 2 for d = x - mean; SciPy reads the lower
+    triangle, the same for a symmetric cov.
 
     >>> multivariate_normal.logpdf([0.0, 0.0], [0.0, 0.0], [1.0, 1.0])  # -log(2 pi)
     np.float64(-1.8378770664093453)
@@ -617,6 +620,12 @@ def _mvn_parameters(mean: ArrayLike | None, cov: ArrayLike) -> tuple[int, Array,
             f"Dimension mismatch: array 'cov' is of shape {fnp.shape(cov)}, but 'mean' is a vector of "
             f"length {dim}."
         )
+    if dim > 1:
+        # The density is a function of a symmetric matrix: read as (cov + cov^T) / 2 (the same value for
+        # a symmetric cov), its gradient is the symmetric -(S^-1 - S^-1 d d^T S^-1) / 2, as JAX's, where
+        # cholesky or eigh alone would give one read from the lower triangle, which a gradient step
+        # would turn into an unsymmetric cov.
+        cov = fnp.multiply(0.5, fnp.add(cov, fnp.transpose(cov)))
     return dim, mean, cov
 
 

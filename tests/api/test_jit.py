@@ -251,8 +251,8 @@ def test_every_primitive_under_jit_equals_eager(name):
 
 
 def test_the_jaxpr_it_runs_is_optimised_and_its_source_is_shown():
-    # NumPy scalars: strongly typed, so `mul 1.0 a` is `a` (with a weak Python float
-    # it is not: the product is strongly typed, and promotes differently later on)
+    # `mul 1.0 a` is `a`, for NumPy scalars (strongly typed) and, where no use of the
+    # product would be typed otherwise, for weak Python floats (tests/ir/test_optimize.py)
     lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(np.float64(2.0), np.float64(5.0))
     text = str(lowered.jaxpr)
     assert "mul 1.0" not in text and "neg 1.0" not in text

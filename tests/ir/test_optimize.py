@@ -287,6 +287,80 @@ def test_simplify_leaves_a_weak_literal_where_the_result_is_strong():
     assert simplify_jaxpr(closed) is closed
 
 
+F64_WEAK = ShapedArray((), np.float64, weak_type=True)
+TYPED_ONE, TYPED_ZERO = Literal(np.float64(1.0)), Literal(np.float64(0.0))
+
+# Identities with a typed (strong) literal of a weak x (a jit argument given as a Python float), whose
+# result is a strong f64[]: x itself where each use types its result as before.
+TYPED_IDENTITIES = {
+    "mul x 1.0:f64[]": lambda x: _eqn(mul_p, [x, TYPED_ONE], F64),
+    "mul 1.0:f64[] x": lambda x: _eqn(mul_p, [TYPED_ONE, x], F64),
+    "add x 0.0:f64[]": lambda x: _eqn(add_p, [x, TYPED_ZERO], F64),
+    "add 0.0:f64[] x": lambda x: _eqn(add_p, [TYPED_ZERO, x], F64),
+    "sub x 0.0:f64[]": lambda x: _eqn(sub_p, [x, TYPED_ZERO], F64),
+    "div x 1.0:f64[]": lambda x: _eqn(div_p, [x, TYPED_ONE], F64),
+}
+
+
+def _assert_types_exact(before, after):
+    """Every equation of `after` typed as its abstract evaluation says, weak types included (check_jaxpr
+    compares shapes and dtypes), and the outputs typed as `before`'s."""
+    for eqn in after.eqns:
+        expected = eqn.primitive.abstract_eval(*[a.aval for a in eqn.invars], **eqn.params)
+        assert [expected] == [v.aval for v in eqn.outvars]
+    assert [a.aval for a in after.jaxpr.outvars] == [a.aval for a in before.jaxpr.outvars]
+
+
+@pytest.mark.parametrize("make", TYPED_IDENTITIES.values(), ids=TYPED_IDENTITIES.keys())
+def test_simplify_drops_identities_with_a_typed_literal_of_a_weak_operand(make):
+    # Issue 25: jit(grad(f))(2.0, 5.0) kept `mul 1.0:f64[] a`, the seed times a weak a.
+    strong = Var(F64)
+    closed = _unary(F64_WEAK, lambda x: [m := make(x), _eqn(sub_p, [m.outvars[0], strong], F64)])
+    closed = ClosedJaxpr(Jaxpr([], [closed.jaxpr.invars[0], strong], closed.jaxpr.outvars, closed.eqns), [])
+    simple = simplify_jaxpr(closed)
+    check_jaxpr(simple)
+    _assert_types_exact(closed, simple)
+    assert _names(simple) == ["sub"] and simple.eqns[0].invars == closed.jaxpr.invars
+    _assert_same_values(closed, simple, 2.0, np.float64(0.5))
+
+
+def test_simplify_keeps_a_typed_identity_where_the_weak_operand_would_change_a_type():
+    f32 = Var(F32)
+    # As an output the result would turn weak; beside an f32 the product would be an f32, not an f64.
+    as_output = _unary(F64_WEAK, lambda x: [_eqn(mul_p, [x, TYPED_ONE], F64)])
+    beside_f32 = _unary(F64_WEAK, lambda x: [m := _eqn(mul_p, [TYPED_ONE, x], F64),
+                                             _eqn(mul_p, [m.outvars[0], f32], F64)])
+    beside_f32 = ClosedJaxpr(Jaxpr([], [beside_f32.jaxpr.invars[0], f32], beside_f32.jaxpr.outvars,
+                                   beside_f32.eqns), [])
+    # Read where it does not matter too, it stays for the use where it does.
+    both = _unary(F64_WEAK, lambda x: [m := _eqn(mul_p, [x, TYPED_ONE], F64), _eqn(sin_p, [m.outvars[0]], F64),
+                                       _eqn(mul_p, [m.outvars[0], f32], F64)])
+    both = ClosedJaxpr(Jaxpr([], [both.jaxpr.invars[0], f32], [both.eqns[1].outvars[0], both.eqns[2].outvars[0]],
+                             both.eqns), [])
+    for closed in (as_output, beside_f32, both):
+        check_jaxpr(closed)
+        assert simplify_jaxpr(closed) is closed
+
+
+def test_simplify_keeps_a_product_with_ones_that_broadcasts_or_promotes():
+    for aval, ones in [(F64, np.ones(3)), (F32, np.float64(1.0)), (F64_WEAK, np.ones(3))]:
+        out = ShapedArray(np.broadcast_shapes(aval.shape, np.shape(ones)), np.float64)
+        closed = _unary(aval, lambda x, c: [_eqn(mul_p, [c, x], out)], (ones,))
+        check_jaxpr(closed)
+        assert simplify_jaxpr(closed) is closed
+
+
+def test_jit_of_the_seed_gradient_has_no_product_with_one():
+    def f(x1, x2):
+        return fnp.log(x1) + x1 * x2 - fnp.exp(x2)
+
+    lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(2.0, 5.0)  # weak Python floats
+    assert "mul 1.0" not in str(lowered.jaxpr)
+    got = fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0)
+    np.testing.assert_allclose(got, (1 / 2.0 + 5.0, 2.0 - np.exp(5.0)), rtol=1e-15)
+    assert all(type(g) is np.float64 for g in got)
+
+
 def test_simplify_renames_every_use_and_the_outputs():
     x = Var(F64)
     y, z = Var(F64), Var(F64)

@@ -655,6 +655,51 @@ def test_while_grad_inside_vmap_of_a_batched_predicate():
     assert_tree_close(got, n * x ** (n - 1.0))
 
 
+def test_while_grad_inside_vmap_where_the_condition_becomes_batched_partway():
+    # Issue 25: the carry starts unbatched, so the condition is known at the first step, and the body
+    # batches it: the rest of the loop goes on a tape (an internal assertion stopped it before).
+    def f(x0, x1):
+        c = lax.while_loop(lambda c: fnp.logical_and(c[0] < 3, fnp.sum(c[1] * c[1]) < 1.0),
+                           lambda c: (c[0] + 1, c[1] * 0.5 + x1), (0, x0))
+        return fnp.sum(c[1])
+
+    def plain(x0, x1):  # the same loop on NumPy, for finite differences
+        i, y = 0, x0
+        while i < 3 and np.sum(y * y) < 1.0:
+            i, y = i + 1, y * 0.5 + x1
+        return np.sum(y)
+
+    x0, x1 = np.array([0.8]), np.array([[-1.3], [-0.6], [-1.5]])
+    expected = (np.array([[0.25], [0.125], [0.5]]), np.array([[1.5], [1.75], [1.0]]))  # vmap(jacfwd)
+    assert_tree_close(fgrad.vmap(fgrad.jacfwd(f, argnums=(0, 1)), in_axes=(None, 0))(x0, x1), expected)
+    grad = fgrad.vmap(fgrad.grad(f, argnums=(0, 1)), in_axes=(None, 0))
+    for got in (grad(x0, x1), fgrad.jit(grad)(x0, x1)):
+        assert_tree_close(got, expected)
+    h = 1e-6
+    for b, x in enumerate(x1):
+        fd = [(plain(x0 + h, x) - plain(x0 - h, x)) / (2 * h), (plain(x0, x + h) - plain(x0, x - h)) / (2 * h)]
+        np.testing.assert_allclose([expected[0][b, 0], expected[1][b, 0]], fd, rtol=1e-8)
+
+    # Batched from the third step on: two steps differentiated as they run, then the tape.
+    def g(x0, x1):
+        c = lax.while_loop(lambda c: fnp.logical_and(c[0] < 5, c[2] < 2.0),
+                           lambda c: (c[0] + 1, x1 * c[1], c[1] + c[2] * c[2]), (0, x0, x0))
+        return c[2]
+
+    def plain_g(x0, x1):
+        i, a, b = 0, x0, x0
+        while i < 5 and b < 2.0:
+            i, a, b = i + 1, x1 * a, a + b * b
+        return b
+
+    x0, x1 = 0.5, np.array([0.9, 1.3, 2.5])
+    got = fgrad.vmap(fgrad.grad(g, argnums=(0, 1)), in_axes=(None, 0))(x0, x1)
+    fd = np.array([[(plain_g(x0 + h, x) - plain_g(x0 - h, x)) / (2 * h),
+                    (plain_g(x0, x + h) - plain_g(x0, x - h)) / (2 * h)] for x in x1])
+    np.testing.assert_allclose(np.stack(got, axis=1), fd, rtol=1e-7)
+    assert_tree_close(got, fgrad.vmap(fgrad.jacfwd(g, argnums=(0, 1)), in_axes=(None, 0))(x0, x1))
+
+
 def test_while_make_jaxpr_shows_while():
     assert "while" in str(fgrad.make_jaxpr(newton_sqrt)(2.0))
     assert "while" in str(fgrad.make_jaxpr(power_loop)(np.ones(2)))

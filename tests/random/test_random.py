@@ -376,6 +376,24 @@ def test_grad_of_multivariate_normal_in_mean_and_covariance():
     check_grads(sample, (np.array([0.1, -0.3, 2.0]), a), order=2)
 
 
+def test_grad_of_multivariate_normal_in_covariance_is_symmetric():
+    # Issue 25: cov is a symmetric matrix; a gradient read from its lower triangle alone would make a
+    # gradient step leave the symmetric matrices. Along symmetric directions E the derivative is
+    # <G, E>, checked against central differences.
+    def loss(cov):
+        return fnp.sum(fnp.sin(fr.multivariate_normal(KEY, np.zeros(3), cov, (4,))))
+
+    g = fgrad.grad(loss)(COV)
+    np.testing.assert_array_equal(g, g.T)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        e = rng.normal(size=(3, 3))
+        e = e + e.T
+        h = 1e-6
+        fd = (loss(COV + h * e) - loss(COV - h * e)) / (2 * h)
+        np.testing.assert_allclose(np.sum(g * e), fd, rtol=1e-7)
+
+
 def test_grad_through_permutation_and_choice_of_an_array():
     x = np.arange(6.0).reshape(2, 3) / 7
     check_grads(lambda x: fr.permutation(KEY, x, axis=1), (x,), order=2)

@@ -341,7 +341,7 @@ def test_multivariate_normal_singular_like_scipy():
     # A nonsingular cov known under grad takes the Cholesky route: a derivative even at repeated eigenvalues.
     d = np.array([0.3, 0.2])
     g = fgrad.grad(lambda c: fs.multivariate_normal.logpdf(d, None, c, allow_singular=True))(np.eye(2))
-    np.testing.assert_allclose(g, [[0.5 * (0.09 - 1), 0.0], [0.06, 0.5 * (0.04 - 1)]], rtol=1e-14)
+    np.testing.assert_allclose(g, [[0.5 * (0.09 - 1), 0.03], [0.03, 0.5 * (0.04 - 1)]], rtol=1e-14)
 
 
 def test_multivariate_normal_parameter_errors_like_scipy():
@@ -364,14 +364,62 @@ def test_multivariate_normal_derivatives(allow_singular):
     for method in ["logpdf", "pdf"]:
         f = getattr(fs.multivariate_normal, method)
         check_grads(lambda x, mean, cov: f(x, mean, cov, allow_singular), (x, mean, cov), order=2)
-    # The gradient in cov of the log density: (S^-1 d d^T S^-1 - S^-1) / 2, on the lower triangle
-    # (cholesky and eigh read only that), the upper part of the symmetric gradient folded in.
-    d = x[0] - mean
+    # The gradient in cov of the log density: the symmetric (S^-1 d d^T S^-1 - S^-1) / 2.
+    g = fgrad.grad(lambda cov: fs.multivariate_normal.logpdf(x[0], mean, cov, allow_singular))(cov)
+    np.testing.assert_allclose(g, mvn_cov_gradient(x[0] - mean, cov), rtol=1e-10)
+
+
+def mvn_cov_gradient(d, cov):
+    """d/d cov of log N(x; mean, cov) with d = x - mean, cov taken as a symmetric matrix."""
     inv = np.linalg.inv(cov)
-    full = 0.5 * (inv @ np.outer(d, d) @ inv - inv)
-    expected = np.tril(2 * full) - np.diag(np.diag(full))
-    g = fgrad.grad(lambda cov: fs.multivariate_normal.logpdf(x[0], mean, cov, allow_singular), )(cov)
-    np.testing.assert_allclose(g, expected, rtol=1e-10, atol=1e-12)
+    return 0.5 * (inv @ np.outer(d, d) @ inv - inv)
+
+
+@pytest.mark.parametrize("allow_singular", [False, True])
+def test_multivariate_normal_gradient_in_cov_is_symmetric(allow_singular):
+    # Issue 25: the gradient was read from the lower triangle alone (cholesky's, eigh's), so a gradient
+    # step made cov unsymmetric. It is the symmetric closed form, as JAX's.
+    cov = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
+    rng = np.random.default_rng(3)
+    xs, mean = rng.normal(size=(4, 3)), rng.normal(size=3)
+
+    def logpdf(x, cov):
+        return fs.multivariate_normal.logpdf(x, mean, cov, allow_singular)
+
+    expected = mvn_cov_gradient(xs[0] - mean, cov)
+    grad = fgrad.grad(logpdf, argnums=1)
+    for g in [grad(xs[0], cov), fgrad.jit(grad)(xs[0], cov)]:
+        np.testing.assert_array_equal(g, g.T)
+        np.testing.assert_allclose(g, expected, rtol=1e-10)
+    # Batched x: the sum over the points; pdf: the density times the log density's gradient.
+    g = fgrad.grad(lambda cov: fgrad.numpy.sum(logpdf(xs, cov)))(cov)
+    np.testing.assert_allclose(g, sum(mvn_cov_gradient(x - mean, cov) for x in xs), rtol=1e-10)
+    g = fgrad.grad(lambda cov: fs.multivariate_normal.pdf(xs[0], mean, cov, allow_singular))(cov)
+    np.testing.assert_allclose(g, ss.multivariate_normal.pdf(xs[0], mean, cov) * expected, rtol=1e-10)
+    # vmap over the points, and over covariances.
+    per_point = [mvn_cov_gradient(x - mean, cov) for x in xs]
+    np.testing.assert_allclose(fgrad.vmap(grad, in_axes=(0, None))(xs, cov), per_point, rtol=1e-10)
+    covs = np.stack([spd(3, i) for i in range(3)])
+    per_cov = [mvn_cov_gradient(xs[0] - mean, c) for c in covs]
+    np.testing.assert_allclose(fgrad.jit(fgrad.vmap(grad, in_axes=(None, 0)))(xs[0], covs), per_cov, rtol=1e-10)
+    # Central differences along symmetric directions E: <g, E>.
+    g = grad(xs[0], cov)
+    for _ in range(3):
+        e = rng.normal(size=(3, 3))
+        e = e + e.T
+        h = 1e-6
+        fd = (logpdf(xs[0], cov + h * e) - logpdf(xs[0], cov - h * e)) / (2 * h)
+        np.testing.assert_allclose(np.sum(g * e), fd, rtol=1e-7)
+
+
+def test_multivariate_normal_reads_cov_as_its_symmetric_part():
+    # A cov that is not symmetric is read as (cov + cov^T) / 2, as JAX reads it (SciPy reads the lower
+    # triangle), so that the derivative is the symmetric one.
+    cov = np.array([[2.0, 0.1], [0.5, 1.0]])
+    x = np.array([0.3, -0.2])
+    symmetric = 0.5 * (cov + cov.T)
+    np.testing.assert_allclose(fs.multivariate_normal.logpdf(x, None, cov),
+                               ss.multivariate_normal.logpdf(x, None, symmetric), rtol=1e-14)
 
 
 def test_multivariate_normal_vmap_and_jit():
