@@ -4,7 +4,10 @@ building matrices (diag, diagflat, tril, triu) and from shapes (zeros, ones,
 full, empty, arange, linspace, eye and the *_like family).
 
 Arrays created from shapes are constants: NumPy's own functions (but for
-linspace between traced end points, written on the ufuncs). Arrays
+linspace between traced end points, written on the ufuncs), whose arrays are
+read-only while a transform traces, as JAX's are immutable, so that
+``acc = zeros_like(x); acc += x`` rebinds `acc` to a traced sum as in JAX
+(`dispatch._array_ufunc`) and no alias of the old array misses a change. Arrays
 assembled from traced values (`array([x, 1.0, y])`, `stack`, `pad`) are built
 with the data-movement primitives (concatenate, reshape, broadcast_to,
 getitem, index_add) and `where`, so derivatives flow through them with no
@@ -62,11 +65,71 @@ __all__ = [
     "identity", "tri", "logspace", "geomspace", "vander", "r_", "c_", "mgrid", "ogrid",
 ]
 
-zeros = np.zeros
-ones = np.ones
-empty = np.empty
-arange = np.arange
-eye = np.eye
+
+
+def _constant(out: Any) -> Any:
+    """An array made from a shape, read-only while a transform traces, as JAX's arrays are
+    immutable: then ``a += v`` with a traced `v` may rebind `a` to the traced sum
+    (`dispatch._array_ufunc`), and no other name or list holding the old array can miss a
+    change, since nothing can change it. Eagerly, NumPy's writable array."""
+    if ctx.trace is not EVAL_TRACE and type(out) is np.ndarray:
+        out.flags.writeable = False
+    return out
+
+
+def zeros(shape: int | Sequence[int], dtype: Any = float, order: str = "C", **kwargs: Any) -> Array:
+    """numpy.zeros; read-only under a transform, where ``a += traced`` rebinds `a`, as in JAX.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.zeros(2)
+    array([0., 0.])
+    """
+    return _constant(np.zeros(shape, dtype, order, **kwargs))  # type: ignore[call-overload]
+
+
+def ones(shape: int | Sequence[int], dtype: Any = None, order: str = "C", **kwargs: Any) -> Array:
+    """numpy.ones; read-only under a transform, as `zeros`.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.ones(2)
+    array([1., 1.])
+    """
+    return _constant(np.ones(shape, dtype, order, **kwargs))  # type: ignore[call-overload]
+
+
+def empty(shape: int | Sequence[int], dtype: Any = float, order: str = "C", **kwargs: Any) -> Array:
+    """numpy.empty (zeros under a transform, read-only as `zeros`: a constant with no
+    derivative, whose values nothing may depend on).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.empty(2).shape
+    (2,)
+    """
+    if ctx.trace is EVAL_TRACE:
+        return np.empty(shape, dtype, order, **kwargs)  # type: ignore[call-overload]
+    return _constant(np.zeros(shape, dtype, order, **kwargs))  # type: ignore[call-overload]
+
+
+def arange(*args: Any, **kwargs: Any) -> Array:
+    """numpy.arange; read-only under a transform, as `zeros`.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.arange(3)
+    array([0, 1, 2])
+    """
+    return _constant(np.arange(*args, **kwargs))
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C",
+        **kwargs: Any) -> Array:
+    """numpy.eye; read-only under a transform, as `zeros`.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.eye(2)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    return _constant(np.eye(N, M, k, dtype, order, **kwargs))  # type: ignore[call-overload]
 
 
 def astype(x: ArrayLike, dtype: Any) -> Array:
@@ -422,19 +485,19 @@ def triu(m: ArrayLike, k: int = 0) -> Array:
 def zeros_like(a: ArrayLike, dtype: Any = None) -> Array:
     """numpy.zeros_like: a constant (zeros have no derivative to carry)."""
     aval = get_aval(a)
-    return np.zeros(aval.shape, dtype or aval.dtype)
+    return _constant(np.zeros(aval.shape, dtype or aval.dtype))
 
 
 def ones_like(a: ArrayLike, dtype: Any = None) -> Array:
     """numpy.ones_like: a constant of `a`'s shape and dtype."""
     aval = get_aval(a)
-    return np.ones(aval.shape, dtype or aval.dtype)
+    return _constant(np.ones(aval.shape, dtype or aval.dtype))
 
 
 def full(shape: int | Sequence[int], fill_value: ArrayLike, dtype: Any = None) -> Array:
     """numpy.full; a traced `fill_value` is broadcast, keeping its derivative."""
     if ctx.trace is EVAL_TRACE or not isinstance(fill_value, Tracer):
-        return np.full(shape, fill_value, dtype=dtype)
+        return _constant(np.full(shape, fill_value, dtype=dtype))
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     value = fill_value if dtype is None else astype(fill_value, dtype)
     return shapes.broadcast_to(value, shape=tuple(int(n) for n in shape))
@@ -452,7 +515,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     if ctx.trace is EVAL_TRACE or not (_has_tracer(start) or _has_tracer(stop)):
-        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
+        out = np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
+        return (_constant(out[0]), out[1]) if retstep else _constant(out)
     if device not in (None, "cpu"):
         raise ValueError(f'Device not understood. Only "cpu" is allowed, but received: {device}')
     num = operator.index(static_argument(num, "linspace", "num"))
@@ -500,7 +564,7 @@ def empty_like(prototype: ArrayLike, dtype: Any = None, order: str = "K", subok:
     if ctx.trace is EVAL_TRACE:
         return np.empty_like(prototype, dtype, order, subok, shape, device=device)  # type: ignore[call-overload]
     aval = get_aval(prototype)
-    return np.zeros(aval.shape if shape is None else shape, dtype or aval.dtype)
+    return _constant(np.zeros(aval.shape if shape is None else shape, dtype or aval.dtype))
 
 
 def identity(n: int, dtype: Any = None, *, like: Any = None) -> Array:
@@ -513,7 +577,7 @@ def identity(n: int, dtype: Any = None, *, like: Any = None) -> Array:
     """
     if ctx.trace is not EVAL_TRACE:
         n = static_argument(n, "identity", "n")
-    return np.identity(n, dtype, like=like)
+    return _constant(np.identity(n, dtype, like=like))
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, *, like: Any = None) -> Array:

@@ -3,12 +3,14 @@ calls: fills `core.trace.array_ops`, which `Tracer` consults."""
 
 from __future__ import annotations
 
+import dis
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..core.avals import get_aval
 from ..core.trace import Tracer, array_ops
 from . import creation, fft, indexing, linalg, products, reductions, shaping, sorting, ufuncs
 
@@ -160,16 +162,88 @@ def _scipy_special_ufunc(ufunc: Any) -> TypeError | None:
                      f"plain arrays only. {advice}")
 
 
+# The in-place operators' opcodes (a += b, a *= b, ...), which NumPy turns into
+# ufunc(a, b, out=(a,)), exactly as an explicit call with out=a.
+if sys.version_info >= (3, 11):
+    _IN_PLACE_OPS = {(dis.opmap["BINARY_OP"], n) for n, (name, _) in enumerate(dis._nb_ops)  # type: ignore[attr-defined]
+                     if name.startswith("NB_INPLACE_")}
+else:  # pragma: no cover - Python 3.10
+    _IN_PLACE_OPS = {(code, None) for name, code in dis.opmap.items() if name.startswith("INPLACE_")}
+
+
+def _called_by_in_place_operator(depth: int) -> bool:
+    """Whether the Python frame `depth` levels up is running an in-place operator
+    (``a += b``) rather than a call (``numpy.add(a, b, out=a)``, whose result a
+    statement may drop)."""
+    frame = sys._getframe(depth + 1)
+    code, at = frame.f_code.co_code, frame.f_lasti
+    op = code[at]
+    return (op, code[at + 1] if sys.version_info >= (3, 11) else None) in _IN_PLACE_OPS
+
+
+def _rebound_in_place(fn: Callable[..., Any], ufunc: Any, inputs: tuple[Any, ...]) -> Any:
+    """``a += v`` for a read-only NumPy array `a` and a traced `v`: the traced result, to
+    which Python rebinds `a`, as JAX does. Sound because `a` is read-only: whoever else
+    holds it sees the value it always had, and NumPy itself would have raised. The result
+    keeps `a`'s shape and dtype, as NumPy's in-place operators do."""
+    a = inputs[0]
+    result = fn(*inputs)
+    aval = get_aval(result)
+    if aval.shape != a.shape:
+        raise ValueError(
+            f"non-broadcastable output operand with shape {a.shape} doesn't match the broadcast "
+            f"shape {aval.shape} (numpy.{ufunc.__name__} in place on a read-only array and a traced "
+            "value: write a = a op v to get the broadcast shape)")
+    if aval.dtype != a.dtype:
+        if not np.can_cast(aval.dtype, a.dtype, "same_kind"):
+            raise TypeError(
+                f"Cannot cast ufunc '{ufunc.__name__}' output from {aval.dtype!r} to {a.dtype!r} with "
+                "casting rule 'same_kind' (in place on a read-only array and a traced value: write "
+                "a = a op v to get the promoted dtype)")
+        result = creation.astype(result, a.dtype)
+    return result
+
+
+def _out_error(ufunc: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], in_place: bool) -> TypeError:
+    name = ufunc.__name__
+    if in_place:
+        a = inputs[0]
+        given = (f"a NumPy array ({a.dtype}{list(a.shape)}, writeable)" if isinstance(a, np.ndarray)
+                 else f"a {type(a).__name__}")
+        return TypeError(
+            f"a {_SYMBOLS.get(name, 'op')}= v (numpy.{name} in place) with a traced v would write it into "
+            f"{given}, which cannot hold a traced value. Write a = a {_SYMBOLS.get(name, 'op')} v "
+            "instead, which makes a new array; or make a with fgrad.numpy inside the transformed "
+            "function (fnp.zeros, fnp.zeros_like, fnp.ones, fnp.full, ...): those arrays are read-only "
+            "there, as JAX's, and a += v rebinds a to the result.")
+    return TypeError(
+        f"numpy.{name} was called on a traced value with arguments {sorted(kwargs)}; fgrad supports "
+        f"the plain call only (no out=, where=, dtype=): write y = fnp.{name}(...) and use its result "
+        "(import fgrad.numpy as fnp), since a traced value cannot be written into a NumPy array.")
+
+
+_SYMBOLS = {
+    "add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/",
+    "floor_divide": "//", "remainder": "%", "power": "**", "matmul": "@", "bitwise_and": "&",
+    "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+}
+
+
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     fn = _UFUNCS.get(ufunc)
     if fn is None or method != "__call__":
         name = ufunc.__name__ + ("" if method == "__call__" else f".{method}")
         raise _scipy_special_ufunc(ufunc) or _unsupported("the ufunc", name)
-    if any(v is not None for k, v in kwargs.items() if k != "out") or kwargs.get("out"):
-        raise TypeError(
-            f"numpy.{ufunc.__name__} was called on a traced value with arguments "
-            f"{sorted(kwargs)}; fgrad supports the plain call only (no out=, where=, dtype=)"
-        )
+    out = kwargs.get("out")
+    if any(v is not None for k, v in kwargs.items() if k != "out") or out:
+        # Called from Tracer.__array_ufunc__, itself called by NumPy (C) from the user's frame.
+        in_place = (not any(v is not None for k, v in kwargs.items() if k != "out")
+                    and len(inputs) == 2 and isinstance(out, tuple) and len(out) == 1
+                    and out[0] is inputs[0] and _called_by_in_place_operator(2))
+        a = inputs[0]
+        if in_place and type(a) is np.ndarray and not a.flags.writeable:
+            return _rebound_in_place(fn, ufunc, inputs)
+        raise _out_error(ufunc, inputs, kwargs, in_place)
     return fn(*inputs)
 
 

@@ -14,7 +14,10 @@ the result's shape is the index's shape, which is known. fgrad cannot check
 such an index's values, so it follows JAX: a negative index counts from the
 end, then reading (indexing, take, take_along_axis, ``.at[].get()``) clamps
 what is still out of bounds into the axis, and updates (``.at[].set()``,
-``add`` ...) out of bounds are dropped (``mode="clip"`` clamps them). A
+``add`` ...) out of bounds are dropped (``mode="clip"`` clamps them). Modes
+that say what to do with any index agree with and without a transform: take's
+"clip" and "wrap" (NumPy's), and JAX's "fill" of take and ``.at[].get()``
+(out of bounds reads ``fill_value``). A
 boolean mask must stay concrete: it fixes the shape of the result.
 """
 
@@ -112,13 +115,14 @@ def _library_integers(entry: Any) -> bool:
     return is_library_array(entry) and get_aval(entry).dtype.kind in "iu"
 
 
-def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
+def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...], checked: bool = True) -> list[Any]:
     """NumPy's index `entries` into an array of `shape`, some of them traced
     integer arrays, as the gather primitive's operands: one integer array per
     leading axis of x, broadcasting to the result's leading axes, which are
     laid out as NumPy lays them out (the advanced indices' broadcast shape in
     place, or first when slices separate them; a size-1 axis for each None).
-    The trailing axes that full slices take stay whole."""
+    The trailing axes that full slices take stay whole. Concrete integer indices
+    out of bounds raise NumPy's IndexError, unless not `checked` (mode 'fill')."""
     items: list[Any] = []  # None, slice, or ("array", value)
     for e in entries:
         if e is None or isinstance(e, slice):
@@ -166,7 +170,8 @@ def _gather_form(shape: tuple[int, ...], entries: tuple[Any, ...]) -> list[Any]:
     advanced = [k for k, item in enumerate(items) if isinstance(item, tuple)]
     for k in advanced:
         value, n = items[k][1], shape[dims[k]]
-        if isinstance(value, np.ndarray) and value.size and not (-n <= value.min() and value.max() < n):
+        concrete = checked and isinstance(value, np.ndarray) and value.size
+        if concrete and not (-n <= value.min() and value.max() < n):
             np.take(np.arange(n), value)  # NumPy's IndexError, naming the index and the size
     try:
         block = broadcast_shapes(*(np.shape(items[k][1]) for k in advanced))
@@ -223,29 +228,83 @@ def _gather(x: Any, entries: tuple[Any, ...], mode: str = "clip") -> Any:
     return dynamic.gather(x, *_gather_form(shape_of(x), entries), mode=mode)
 
 
+def _fill_default(dtype: np.dtype) -> Any:
+    """JAX's fill_value for mode='fill': NaN for inexact dtypes, the most negative
+    value for signed integers, the largest for unsigned ones, True for booleans."""
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if dtype.kind == "i" else info.max
+    return True
+
+
+def _gather_filled(x: Any, entries: tuple[Any, ...], fill_value: Any) -> Any:
+    """``x[entries]`` with JAX's mode='fill': a negative index counts from the end once,
+    and an element that an index still puts out of bounds is `fill_value` (None:
+    `_fill_default`), from which no derivative reaches x."""
+    shape = shape_of(x)
+    indices = _gather_form(shape, entries, checked=False)
+    out = dynamic.gather(x, *indices, mode="fill")
+    inside: Any = None
+    for i, n in zip(indices, shape):
+        ok = ufuncs.logical_and(ufuncs.greater_equal(i, -n), ufuncs.less(i, n))
+        inside = ok if inside is None else ufuncs.logical_and(inside, ok)
+    if inside is None:  # slices only: nothing is out of bounds
+        return out
+    lead = broadcast_shapes(*(np.shape(i) for i in indices))
+    if shape_of(inside) != lead:
+        inside = shapes.broadcast_to(inside, shape=lead)
+    inside = shapes.reshape(inside, new_shape=lead + (1,) * (len(shape) - len(indices)))
+    dtype = get_aval(x).dtype
+    fill = operand(_fill_default(dtype) if fill_value is None else fill_value)
+    if get_aval(fill).dtype != dtype:
+        fill = ew.convert_element_type(fill, new_dtype=dtype)
+    return ufuncs.where(inside, out, fill)
+
+
 def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
-         mode: str = "raise") -> Array:
-    """numpy.take: the elements at `indices` along `axis` (axis None: of the flattened array);
-    mode 'raise' (bounds-checked, negative indices count from the end), 'wrap' or 'clip'.
-    Traced indices (under jit, vmap, make_jaxpr) cannot be checked: 'raise' then clamps
-    them into bounds, as JAX does.
+         mode: str = "raise", *, unique_indices: bool = False, indices_are_sorted: bool = False,
+         fill_value: Any = None) -> Array:
+    """numpy.take: the elements at `indices` along `axis` (axis None: of the flattened array).
+    NumPy's modes: 'raise' (bounds-checked, negative indices count from the end), 'wrap'
+    (indices modulo the axis) and 'clip' (each index clamped into the axis, so -1 takes the
+    first element); and JAX's 'fill': a negative index counts from the end, and one still
+    out of bounds takes `fill_value` (by default NaN for inexact dtypes, the most negative
+    signed or largest unsigned integer, True). Traced indices (under jit, vmap, make_jaxpr)
+    cannot be checked: 'raise' then counts negative ones from the end and clamps the rest
+    into bounds, as fgrad's indexing does (JAX's own default is 'fill').
+    `unique_indices` and `indices_are_sorted` are JAX's hints, accepted and ignored.
 
     >>> import fgrad.numpy as fnp
     >>> fnp.take(np.array([1.0, 2.0, 3.0]), [2, 0])
     array([3., 1.])
+    >>> fnp.take(np.array([1.0, 2.0, 3.0]), [-1, 3], mode="fill", fill_value=0.0)
+    array([3., 0.])
     """
+    if mode == "fill":
+        check_no_out(out, "take")
+        x = operand(a)
+        if axis is None:
+            x = shapes.reshape(x, new_shape=(get_aval(x).size,))
+        ax = normalize_axis_index(0 if axis is None else axis, len(shape_of(x)))
+        y = _gather_filled(x, (*(slice(None),) * ax, indices), fill_value)
+        return y[()] if ctx.trace is EVAL_TRACE and isinstance(y, np.ndarray) and y.ndim == 0 else y
     if ctx.trace is EVAL_TRACE:
         return np.take(a, indices, axis=axis, out=out, mode=mode)  # type: ignore[call-overload]
     check_no_out(out, "take")
     x = operand(a)
-    if _is_traced(indices):  # the values are not known: clamped (mode 'raise' or 'clip') or wrapped
+    if _is_traced(indices):  # the values are not known: clamped or wrapped
         if axis is None:
             x = shapes.reshape(x, new_shape=(get_aval(x).size,))
         ax = normalize_axis_index(0 if axis is None else axis, len(shape_of(x)))
+        n = shape_of(x)[ax]
         if mode == "wrap":
-            indices = ufuncs.remainder(indices, shape_of(x)[ax])
-        elif mode not in ("raise", "clip"):
-            raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+            indices = ufuncs.remainder(indices, n)
+        elif mode == "clip":  # NumPy's clip clamps the index itself: -1 takes element 0
+            indices = ufuncs.clip(indices, 0, max(n - 1, 0))
+        elif mode != "raise":
+            raise ValueError(f"take: mode must be 'raise', 'wrap', 'clip' or 'fill', not {mode!r}")
         return _gather(x, (*(slice(None),) * ax, indices))
     indices = static_index_array(indices, "indices")
     given = shape_of(x)
@@ -392,7 +451,10 @@ class IndexUpdateRef:
     The keywords of JAX's methods: `indices_are_sorted` and `unique_indices`
     are hints, accepted and ignored; `mode` may be None or "promise_in_bounds"
     (an index out of bounds raises NumPy's IndexError) or "clip" (indices
-    clamped into bounds); "drop", "fill" and `fill_value` are not supported.
+    clamped into bounds); `get` also takes "fill" (or "drop") with `fill_value`,
+    as JAX: a negative index counts from the end, and an element still out of
+    bounds reads `fill_value` (NaN for inexact dtypes by default). Updates take
+    "drop" with a traced index (their default then); "fill" is for `get` only.
     """
 
     __slots__ = ("array", "index")
@@ -402,12 +464,14 @@ class IndexUpdateRef:
         self.index = index
 
     def _static_index(self, method: str, mode: str | None, fill_value: Any = None) -> StaticIndex:
-        if mode in _UNSUPPORTED_MODES or fill_value is not None:
-            given = f"mode={mode!r}" if mode in _UNSUPPORTED_MODES else "fill_value"
+        if fill_value is not None:
+            raise TypeError(f"at[...].{method}() got fill_value with mode={mode!r}: fill_value is "
+                            "for at[...].get(mode='fill', fill_value=...) only")
+        if mode in _UNSUPPORTED_MODES:
             raise TypeError(
-                f"at[...].{method}() got {given}, which fgrad does not support: out-of-bound indices "
-                "raise NumPy's IndexError, or with mode='clip' are clamped into bounds (mode may be "
-                "None, 'promise_in_bounds' or 'clip')"
+                f"at[...].{method}() got mode={mode!r}, which fgrad does not support with an index it "
+                "knows: out-of-bound indices raise NumPy's IndexError, or with mode='clip' are clamped "
+                "into bounds (mode may be None, 'promise_in_bounds' or 'clip')"
             )
         if mode not in _MODES:
             raise ValueError(f"at[...].{method}(): invalid mode {mode!r}; fgrad supports None, "
@@ -503,11 +567,16 @@ class IndexUpdateRef:
             fill_value: Any = None) -> Array:
         """``x[idx]`` (a copy, not a view)."""
         x = operand(self.array)
+        if mode in ("fill", "drop"):  # JAX's: for get, 'drop' is 'fill'
+            entries = self.index if isinstance(self.index, tuple) else (self.index,)
+            y = _gather_filled(x, entries, fill_value)
+            return y[()] if ctx.trace is EVAL_TRACE and isinstance(y, np.ndarray) and y.ndim == 0 else y
         if self._traced():
             if mode not in _MODES or fill_value is not None:
                 raise ValueError(f"at[...].get(): with a traced index, mode may be None, "
-                                 f"'promise_in_bounds' or 'clip' (out-of-bound indices are clamped), "
-                                 f"not {mode!r}" + (" with a fill_value" if fill_value is not None else ""))
+                                 f"'promise_in_bounds' or 'clip' (out-of-bound indices are clamped) "
+                                 f"or 'fill' (they read fill_value), not {mode!r}"
+                                 + (" with a fill_value" if fill_value is not None else ""))
             entries = self.index if isinstance(self.index, tuple) else (self.index,)
             return _gather(x, entries)
         idx = self._static_index("get", mode, fill_value)

@@ -243,8 +243,10 @@ def test_what_traced_indices_cannot_do_raises_saying_why():
         fgrad.jit(lambda x: x[x > 0])(np.ones(3))
     with pytest.raises(NotImplementedError, match="power\\(\\) with a traced index is not supported"):
         fgrad.jit(lambda x, i: fnp.at(x)[i].power(2.0))(np.ones(3), np.array([0]))
-    with pytest.raises(ValueError, match="with a traced index, mode may be"):
-        fgrad.jit(lambda x, i: fnp.at(x)[i].get(mode="fill", fill_value=0.0))(np.ones(3), np.array([0]))
+    with pytest.raises(ValueError, match="with a traced index, mode may be.*or 'fill'"):
+        fgrad.jit(lambda x, i: fnp.at(x)[i].get(mode="wrap"))(np.ones(3), np.array([0]))
+    with pytest.raises(ValueError, match="take: mode must be 'raise', 'wrap', 'clip' or 'fill', not 'drop'"):
+        fgrad.jit(lambda x, i: fnp.take(x, i, mode="drop"))(np.ones(3), np.array([0]))
     with pytest.raises(IndexError, match="too many indices for array: array is 1-dimensional, but 2"):
         fgrad.jit(lambda x, i: x[i, i])(np.ones(3), np.array([0]))
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
@@ -273,3 +275,118 @@ def test_an_embedding_lookup_under_jit_grad():
         np.testing.assert_allclose(got[k], want[k], rtol=1e-14)
     per_example = fgrad.vmap(fgrad.grad(loss), in_axes=(None, 0))(params, tokens[:, None])
     np.testing.assert_allclose(per_example["emb"].sum(0), want["emb"], rtol=1e-13)
+
+
+# --- take's modes and at[].get(mode="fill") with traced indices ---------------------
+
+TAKE_X = np.arange(12.0).reshape(3, 4) ** 1.5
+TAKE_I = np.array([[-9, -5, -4, -1], [0, 3, 4, 9]])
+
+
+def _numpy_filled(x, i, axis, fill):
+    """JAX's mode='fill' written in NumPy: negative indices from the end, the rest out of
+    bounds replaced by `fill`."""
+    n = x.shape[axis]
+    j = np.where(i < 0, i + n, i)
+    inside = (j >= 0) & (j < n)
+    taken = np.take(x, np.clip(j, 0, n - 1), axis=axis)
+    mask = np.expand_dims(inside, tuple(range(axis))) if axis else inside
+    mask = mask.reshape(mask.shape + (1,) * (taken.ndim - mask.ndim))
+    return np.where(mask, taken, fill)
+
+
+def _expected_take(x, i, axis, mode, fill=np.nan):
+    n = x.shape[axis]
+    if mode == "fill":
+        return _numpy_filled(x, i, axis, fill)
+    if mode == "raise":  # traced: negative from the end, then clamped (README)
+        return np.take(x, np.clip(np.where(i < 0, i + n, i), 0, n - 1), axis=axis)
+    return np.take(x, i, axis=axis, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap", "raise", "fill"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_take_with_a_traced_index_gives_numpy_s_result_for_its_mode(mode, axis):
+    x, i = TAKE_X, TAKE_I
+    want = _expected_take(x.ravel() if axis is None else x, i, axis or 0, mode)
+    kwargs = {"axis": axis, "mode": mode}
+    got = fgrad.jit(lambda x, i: fnp.take(x, i, **kwargs))(x, i)
+    np.testing.assert_array_equal(got, want)
+    per_row = fgrad.vmap(lambda i: fnp.take(x, i, **kwargs))(i)
+    loop = [_expected_take(x.ravel() if axis is None else x, r, axis or 0, mode) for r in i]
+    np.testing.assert_array_equal(per_row, loop)
+    if mode != "raise":  # NumPy defines these for any index: eagerly and under grad the same
+        np.testing.assert_array_equal(fnp.take(x, i, **kwargs), want)
+        np.testing.assert_array_equal(fgrad.jit(lambda x: fnp.take(x, i, **kwargs))(x), want)
+
+
+def test_take_clip_clamps_the_index_itself_as_numpy():
+    x = np.array([10.0, 20.0, 30.0])
+    for i in (-1, -7, 5):
+        want = np.take(x, i, mode="clip")
+        assert fgrad.jit(lambda x, i: fnp.take(x, i, mode="clip"))(x, i) == want
+        assert fgrad.vmap(lambda i: fnp.take(x, i, mode="clip"))(np.array([i]))[0] == want
+    assert np.take(x, -1, mode="clip") == 10.0
+
+
+def test_take_fill_values_and_defaults():
+    x, i = np.array([1.0, 2.0, 3.0]), np.array([-4, -3, 2, 3])
+    jitted = fgrad.jit(lambda x, i, f: fnp.take(x, i, mode="fill", fill_value=f))
+    np.testing.assert_array_equal(jitted(x, i, -1.0), [-1.0, 1.0, 3.0, -1.0])
+    np.testing.assert_array_equal(fgrad.jit(lambda x, i: fnp.take(x, i, mode="fill"))(x, i),
+                                  [np.nan, 1.0, 3.0, np.nan])
+    ints = np.array([1, 2, 3], np.int32)
+    np.testing.assert_array_equal(fgrad.jit(lambda x, i: fnp.take(x, i, mode="fill"))(ints, i),
+                                  [np.iinfo(np.int32).min, 1, 3, np.iinfo(np.int32).min])
+    np.testing.assert_array_equal(fnp.take(np.array([5, 6], np.uint8), [2], mode="fill"), [255])
+    np.testing.assert_array_equal(fnp.take(np.array([False]), [1], mode="fill"), [True])
+    assert fnp.take(x, 7, mode="fill", fill_value=0.5) == 0.5  # eagerly a NumPy scalar, as np.take
+    # A traced fill value keeps its derivative: d/df of the filled elements.
+    assert fgrad.grad(lambda f: fnp.sum(fnp.take(x, i, mode="fill", fill_value=f)))(0.0) == 2.0
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap", "fill"])
+def test_take_gradients_go_to_the_position_read_and_nothing_for_fills(mode):
+    x, i = TAKE_X, TAKE_I
+    w = np.arange(1.0, 1.0 + i.size * 3).reshape(3, *i.shape)  # (3 rows, 2, 4)
+    n = x.shape[1]
+
+    def loss(x, i):
+        return fnp.sum(w * fnp.take(x, i, axis=1, mode=mode, fill_value=0.0) ** 2)
+
+    j = {"clip": np.clip(i, 0, n - 1), "wrap": i % n, "fill": np.where(i < 0, i + n, i)}[mode]
+    inside = (j >= 0) & (j < n)
+    want = np.zeros_like(x)
+    for r in range(x.shape[0]):
+        np.add.at(want[r], j[inside], (2 * w[r] * x[r][np.clip(j, 0, n - 1)])[inside])
+    np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(x, i), want, rtol=1e-14)
+    np.testing.assert_allclose(fgrad.grad(loss)(x, i), want, rtol=1e-14)
+    check_grads(lambda x: loss(x, i), (x,), order=2)
+    xs = np.stack([x, 2.0 * x])
+    per_x = fgrad.vmap(fgrad.grad(loss), in_axes=(0, None))(xs, i)
+    np.testing.assert_allclose(per_x, [fgrad.grad(loss)(v, i) for v in xs], rtol=1e-14)
+
+
+def test_at_get_fill_with_a_traced_index():
+    m = np.arange(12.0).reshape(3, 4)
+    r, c = np.array([-4, -1, 0, 2, 3]), np.array([1, -5, 3, -4, 0])
+    rows = np.where(r < 0, r + 3, r)
+    cols = np.where(c < 0, c + 4, c)
+    inside = (rows >= 0) & (rows < 3) & (cols >= 0) & (cols < 4)
+    want = np.where(inside, m[np.clip(rows, 0, 2), np.clip(cols, 0, 3)], -1.0)
+    get = fgrad.jit(lambda m, r, c: m.at[r, c].get(mode="fill", fill_value=-1.0))
+    np.testing.assert_array_equal(get(m, r, c), want)
+    np.testing.assert_array_equal(fnp.at(m)[r, c].get(mode="fill", fill_value=-1.0), want)  # eagerly
+    np.testing.assert_array_equal(fnp.at(m)[r, c].get(mode="drop", fill_value=-1.0), want)
+    per = fgrad.vmap(lambda r, c: fnp.at(m)[r, c].get(mode="fill", fill_value=-1.0))(r, c)
+    np.testing.assert_array_equal(per, want)
+    # Rows of m with a traced row index, the rest of the axes whole.
+    np.testing.assert_array_equal(
+        fgrad.jit(lambda m, r: m.at[r].get(mode="fill", fill_value=0.0))(m, r),
+        np.where((rows >= 0)[:, None] & (rows < 3)[:, None], m[np.clip(rows, 0, 2)], 0.0))
+    # Gradients: ones at the positions read in bounds, none for the filled ones.
+    want_grad = np.zeros_like(m)
+    np.add.at(want_grad, (rows[inside], cols[inside]), 1.0)
+    loss = lambda m, r, c: fnp.sum(m.at[r, c].get(mode="fill", fill_value=7.0))  # noqa: E731
+    np.testing.assert_array_equal(fgrad.jit(fgrad.grad(loss))(m, r, c), want_grad)
+    check_grads(lambda m: fnp.sum(fnp.at(m)[r, c].get(mode="fill", fill_value=7.0) ** 2), (m,), order=2)
