@@ -17,8 +17,8 @@ from ..core.trace import Tracer
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
-    "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_output", "leaf_names", "describe",
-    "with_args", "check_float_inputs", "arguments_library",
+    "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_traced_input", "to_output", "leaf_names",
+    "describe", "with_args", "check_float_inputs", "arguments_library",
 ]
 
 
@@ -129,6 +129,19 @@ def to_input(x: Any) -> Any:
             "values through a closure or functools.partial."
         )
     return arr[()] if arr.ndim == 0 else arr
+
+
+_PYTHON_NUMBERS = frozenset({int, float, complex})
+
+
+def to_traced_input(x: Any) -> Any:
+    """A leaf argument of a transform (jvp, vjp, grad, linearize, vmap, the
+    Jacobians, make_jaxpr) as the value it traces: `to_input`'s, except that a
+    Python int, float or complex stays one, weakly typed as in eager NumPy and
+    in jit, so that `x * n` of a float32 `x` and a Python `n` is float32 there
+    too. (Loop carries and custom rules keep `to_input`'s NumPy scalars: their
+    avals must match the strongly typed ones their bodies return.)"""
+    return x if type(x) in _PYTHON_NUMBERS else to_input(x)
 
 
 def to_output(x: Any) -> Any:

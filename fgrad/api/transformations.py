@@ -36,6 +36,7 @@ from .arguments import (
     normalize_argnums,
     to_input,
     to_output,
+    to_traced_input,
     with_args,
 )
 from .pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
@@ -151,7 +152,7 @@ def _linearize(
     fun: Callable[..., Any], primals: Sequence[Any], transform: str, has_aux: bool, keep: bool = True
 ) -> tuple[list[Any], LinearFunction, PyTreeDef, OutStore, Any, PyTreeDef, list[Any]]:
     leaves, in_tree = tree_flatten(tuple(primals))
-    leaves = [to_input(x) for x in leaves]
+    leaves = [to_traced_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library(leaves)
     with on_library((), library), user_warnings():
@@ -262,7 +263,7 @@ def value_and_grad(
         nums = normalize_argnums(argnums, len(args), fun)
         partial_fun = with_args(fun, args, nums, kwargs)
         leaves, in_tree = tree_flatten(args if len(nums) == len(args) else tuple(args[i] for i in nums))
-        leaves = [to_input(x) for x in leaves]
+        leaves = [to_traced_input(x) for x in leaves]
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         library = arguments_library(args, kwargs)
@@ -385,7 +386,7 @@ def jvp(
             "write jvp(f, (x,), (t,))"
         )
     leaves, in_tree = tree_flatten(tuple(primals))
-    leaves = [to_input(x) for x in leaves]
+    leaves = [to_traced_input(x) for x in leaves]
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library([*leaves, *t_leaves])

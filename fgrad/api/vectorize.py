@@ -26,8 +26,8 @@ from .arguments import (
     fun_name,
     leaf_names,
     normalize_argnums,
-    to_input,
     to_output,
+    to_traced_input,
     with_args,
 )
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
@@ -99,7 +99,7 @@ def vmap(
         all_args = (*args, *(kwargs[k] for k in kw_names))
         axes = (*axes, *([0] * len(kw_names)))
         leaves, in_tree = tree_flatten(all_args)
-        leaves = [to_input(x) for x in leaves]
+        leaves = [to_traced_input(x) for x in leaves]
         dims = _broadcast_prefix(axes, in_tree, "in_axes")
         size = _batch_size(fun, all_args, len(args), kw_names, leaves, dims, axis_size)
         dims = [None if d is None else int(d) % max(get_aval(x).ndim, 1) for x, d in zip(leaves, dims)]
@@ -243,7 +243,7 @@ def _prepare(fun: Callable[..., Any], argnums: int | Sequence[int], args: tuple[
     nums = normalize_argnums(argnums, len(args), fun)
     dyn = tuple(args[i] for i in nums)
     leaves, in_tree = tree_flatten(dyn)
-    leaves = [to_input(x) for x in leaves]
+    leaves = [to_traced_input(x) for x in leaves]
     check_float_inputs(transform, fun, args, nums, leaves, kinds)
     return with_args(fun, args, nums, kwargs), tuple(tree_unflatten(in_tree, leaves)), in_tree, leaves
 
