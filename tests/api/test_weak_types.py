@@ -99,13 +99,3 @@ def test_weak_zero_d_results_leave_as_numpy_scalars():
     assert [type(v) for v in out] == [np.float32, np.float32]
     out = fgrad.jvp(lambda n: n * 2, (1.5,), (1.0,))
     assert [type(v) for v in out] == [np.float64, np.float64]
-
-
-@pytest.mark.xfail(strict=True, reason="issue 25: arithmetic on two weak values (n - 1) gives a strong "
-                   "result under a trace, where Python's gives a Python number")
-@pytest.mark.parametrize("transform", ["jit", "jvp"])
-def test_arithmetic_on_a_traced_python_number_stays_weak(transform):
-    x = ARRAYS["float32"]
-    g = lambda x, n: x * (n - 1)  # noqa: E731
-    got = fgrad.jit(g)(x, 3.0) if transform == "jit" else fgrad.jvp(g, (x, 3.0), (x, 1.0))[0]
-    same(got, g(x, 3.0))
