@@ -120,6 +120,53 @@ def test_decorator_partial_keywords_and_pytrees():
     assert pick(0.0) == 0.0 and pick(0.0, mode="cos") == 1.0 and pick(0.0, "cos") == 1.0
 
 
+def test_a_static_argument_is_found_by_position_by_name_or_by_its_default():
+    # As JAX: static_argnums and static_argnames go through the signature, so a
+    # static parameter is static however the call gives it, and one left out
+    # is its default.
+    traced = []
+
+    @functools.partial(fgrad.jit, static_argnums=1)
+    def power(x, n=2):
+        traced.append(n)
+        return x**n
+
+    assert [power(3.0), power(3.0, 2), power(3.0, n=2), power(x=3.0, n=2)] == [9.0] * 4
+    assert [power(3.0, n=3), power(3.0, 3)] == [27.0] * 2
+    assert traced == [2, 3]  # one version per value, however it was given
+
+    @functools.partial(fgrad.jit, static_argnames="mode")
+    def pick(x, mode="sin", scale=1.0):
+        traced.append(mode)
+        return (fnp.sin(x) if mode == "sin" else fnp.cos(x)) * scale
+
+    assert [pick(0.0), pick(0.0, "sin"), pick(0.0, mode="sin")] == [0.0] * 3
+    assert [pick(0.0, "cos"), pick(0.0, mode="cos"), pick(0.0, "cos", 2.0), pick(0.0, scale=2.0, mode="cos")] \
+        == [1.0, 1.0, 2.0, 2.0]
+    assert traced == [2, 3, "sin", "cos", "cos"]  # the last with `scale` given, however
+    # a dynamic parameter left to its default stays the function's own (not a number here)
+    label = fgrad.jit(lambda x, n, unit="m": x * n if unit == "m" else x, static_argnums=1)
+    assert label(2.0, 3) == 6.0 and label(2.0, n=3) == 6.0
+    with pytest.raises(TypeError, match=r"argument 1 of power is static .* unhashable list"):
+        power(3.0, n=[2])
+
+
+def test_a_compiled_version_takes_its_dynamic_arguments_only():
+    k = lambda x, n: x * n  # noqa: E731
+    compiled = fgrad.jit(k, static_argnums=1).lower(np.ones(3), 3).compile()
+    assert compiled(np.ones(3)).tolist() == [3.0] * 3  # as JAX's: jax.jit(k, static_argnums=1).lower(x, 3).compile()(x)
+    assert compiled(x=np.ones(3)).tolist() == [3.0] * 3
+    by_name = fgrad.jit(k, static_argnames="n").lower(np.ones(3), n=3).compile()
+    assert by_name(np.ones(3)).tolist() == [3.0] * 3
+    with pytest.raises(TypeError, match=r"lowered with static argument 1 \(n\) = 3, and takes its dynamic arguments "
+                                        r"only, but was given 'n'. Leave the static arguments out"):
+        by_name(np.ones(3), n=3)
+    with pytest.raises(TypeError, match=r"too many positional arguments.*lowered with static argument 1 \(n\) = 3"):
+        compiled(np.ones(3), 3)
+    with pytest.raises(TypeError, match=r"takes arguments \(f64\[3\]\), but was called with \(f64\[4\]\)"):
+        compiled(np.ones(4))
+
+
 def test_traces_once_per_kind_of_argument():
     g, calls = counting(lambda x, n: x * n)
     jg = fgrad.jit(g, static_argnums=1)
@@ -206,8 +253,20 @@ def test_errors_say_what_to_do():
         fgrad.jit(lambda x, s: x)(1.0, "abc")
     with pytest.raises(TypeError, match=r"argument 1 of .* must be hashable, but it is an unhashable list"):
         fgrad.jit(lambda x, s: x, static_argnums=1)(1.0, [1, 2])
-    with pytest.raises(ValueError, match=r"static_argnums=\(5,\) is out of range for <lambda> called with 1 positional"):
-        fgrad.jit(lambda x: x, static_argnums=5)(1.0)
+    with pytest.raises(ValueError, match=r"static_argnums=\(5,\) is out of range for <lambda>\(x\), which takes 1 "
+                                         r"positional argument: give static_argnums between -1 and 0"):
+        fgrad.jit(lambda x: x, static_argnums=5)
+    with pytest.raises(ValueError, match=r"static_argnums=\(2,\) is out of range for <lambda> called with 1 positional "
+                                         r"argument: static_argnums counts positional arguments, so give at least 3"):
+        fgrad.jit(lambda x, *rest: x, static_argnums=2)(1.0)
+    with pytest.raises(ValueError, match=r"static_argnames=\('m',\) names \['m'\], which <lambda>\(x, n\) does not "
+                                         r"take: give the names of its parameters"):
+        fgrad.jit(lambda x, n: x, static_argnames="m")
+    with pytest.raises(ValueError, match=r"names \['n'\], positional-only parameters of .* use static_argnums"):
+        fgrad.jit(lambda x, n, /: x, static_argnames="n")
+    with pytest.raises(TypeError, match=r"<lambda>\(x, n\) cannot be called with 1 positional argument and keywords m: "
+                                        r"missing a required argument: 'n'. Call it as its signature says"):
+        fgrad.jit(lambda x, n: x, static_argnums=1)(1.0, m=2)
     with pytest.raises(TypeError, match="jit expects a function"):
         fgrad.jit(3)
     with pytest.raises(fgrad.ConcretizationTypeError, match=r"concrete value \(float\(\)\)[\s\S]*static_argnums"):
