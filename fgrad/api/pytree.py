@@ -102,7 +102,7 @@ class PyTreeDef:
     PyTreeDef((*, {'a': [*, *], 'b': None}))
     """
 
-    __slots__ = ("node", "cls", "aux", "children", "num_leaves", "leaf_tuple")
+    __slots__ = ("node", "cls", "aux", "children", "num_leaves", "leaf_tuple", "_hash")
 
     def __init__(
         self, node: _NodeType | None, cls: type | None, aux: Any, children: tuple[PyTreeDef, ...]
@@ -113,6 +113,9 @@ class PyTreeDef:
         self.children = children
         self.num_leaves: int = 1 if node is None else sum(c.num_leaves for c in children)
         self.leaf_tuple = cls is tuple and all(c.node is None for c in children)
+        # Immutable, so hashed once: each call of a jitted function looks its
+        # structure up, and a hash recomputed would walk the whole tree.
+        self._hash = hash((cls, children))
 
     @property
     def num_nodes(self) -> int:
@@ -166,14 +169,17 @@ class PyTreeDef:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
+        if self is other:
+            return True
         return (
-            self.cls is other.cls
+            self._hash == other._hash
+            and self.cls is other.cls
             and self.aux == other.aux
             and self.children == other.children
         )
 
     def __hash__(self) -> int:
-        return hash((self.cls, self.children))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"PyTreeDef({self._str()})"
