@@ -215,22 +215,38 @@ class Jitted:
         self.donate_argnums = donate_argnums
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
-        # The common call, positional arrays and numbers with no transform
-        # active, finds its entry by a cheaper key than the full one. At most
-        # CACHE_SIZE keys, then emptied; read and written without the lock
-        # (a dict's get, set and clear are atomic, and a lost entry is found
-        # again through `_cache`).
-        self._fast_calls = not (static_argnums or self._named_positions or donate_argnums)
+        # The common call, arrays and numbers (in tuples, lists and dicts, or
+        # not) with no transform active, finds its entry by a cheaper key than
+        # the full one (`_call_key`). At most CACHE_SIZE keys, then emptied;
+        # read and written without the lock (a dict's get, set and clear are
+        # atomic, and a lost entry is found again through `_cache`). With
+        # static arguments, only calls that give every positional parameter
+        # positionally, which binding leaves as they are (but for the defaults
+        # of static keyword-only ones, the same on every such call).
+        static = bool(static_argnums or self._static_names)
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+        arity = len(positional) if signature is not None and not varargs else None
+        self._fast_calls = not donate_argnums and (not static or arity is not None)
+        self._fast_arity = arity if static else None
+        self._fast_static = frozenset(
+            {i + len(positional) if i < 0 else i for i in static_argnums} | self._named_positions
+        ) if static else frozenset()
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
-        if key is not None:
-            entry = self._fast.get(key)
+        found = _call_key(args, kwargs, self._fast_static, self._fast_arity) \
+            if self._fast_calls and ctx.trace is EVAL_TRACE else None
+        key = None
+        if found is not None:
+            key, leaves = found
+            try:
+                entry = self._fast.get(key)
+            except TypeError:  # an unhashable static value: the full path says so
+                key = entry = None
             if entry is not None and entry.run is not None:
                 token = fp_warnings.enter()
                 try:
-                    outs = entry.run(*entry.consts, *args)
+                    outs = entry.run(*entry.consts, *leaves)
                 finally:
                     fp_warnings.leave(token)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
@@ -445,16 +461,22 @@ class _MethodJitted(Jitted):
         self._owner = fun.__self__  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
-        if key is not None:
-            entry = self._fast.get(key)
+        found = _call_key(args, kwargs, self._fast_static, self._fast_arity) \
+            if self._fast_calls and ctx.trace is EVAL_TRACE else None
+        key = None
+        if found is not None:
+            key, leaves = found
+            try:
+                entry = self._fast.get(key)
+            except TypeError:  # an unhashable static value: the full path says so
+                key = entry = None
             if entry is not None and entry.run is not None:
                 try:
                     same = self._owner.__dict__ == entry.attrs
                 except Exception:  # an array rebound to another of more than one element
                     same = False
                 if same:
-                    outs = entry.run(*entry.consts, *args)
+                    outs = entry.run(*entry.consts, *leaves)
                     return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         return self._call(key, args, kwargs)
 
@@ -510,22 +532,94 @@ def _check_static(name: str, signature: inspect.Signature, positional: list[insp
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
 
 
-def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """A key for positional arguments that are all arrays or numbers (None
-    otherwise) that tells apart what the full key does: shapes, dtypes, and
-    Python scalars (weakly typed) from NumPy's."""
+_STATIC, _KEYWORDS = object(), object()  # markers in a call's key
+
+
+def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[int],
+              arity: int | None) -> tuple[tuple[Any, ...], Any] | None:
+    """A key for a call whose arguments are arrays and numbers, in tuples,
+    lists, dicts and None, and the leaves it gives the jaxpr (in the order of
+    tree_flatten); None for any other call. The key tells apart what the
+    full key does: the structure, each leaf's shape and dtype, Python scalars
+    (weakly typed) from NumPy's, and the values at the `static` positions.
+    A function with static arguments has an `arity`: then only calls of that
+    many positional arguments, and no keywords, have a key (others are bound
+    to the signature on the full path).
+    It is a flat tuple of tokens: a leaf's `(shape, dtype)`, `(type,)` or
+    type; a container's type and length (a dict's sorted keys), before its
+    children; `_STATIC` and the value; `_KEYWORDS` and the names. Read left
+    to right, each token's kind is known from those before it, so that equal
+    keys mean equal calls."""
+    if arity is not None and (kwargs or len(args) != arity):
+        return None
     key: list[Any] = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        elif t in _SCALAR_TYPES:
-            key.append(t)
-        elif isinstance(a, np.generic):
-            key.append((t,))
+    if not static:  # the common call: positional arrays and numbers are their own leaves
+        for a in args:
+            t = type(a)
+            if t is np.ndarray:
+                key.append((a.shape, a.dtype))
+            elif t in _SCALAR_TYPES:
+                key.append(t)
+            elif isinstance(a, np.generic):
+                key.append((t,))
+            else:
+                break
         else:
+            if not kwargs:
+                return tuple(key), args
+        key.clear()
+    leaves: list[Any] = []
+    for i, a in enumerate(args):
+        if i in static:
+            key.append(_STATIC)
+            key.append(a)
+        elif not _tree_key(a, key, leaves):
             return None
-    return tuple(key)
+    if kwargs:
+        names = sorted(kwargs)
+        key.append(_KEYWORDS)
+        key.append(tuple(names))
+        for k in names:
+            if not _tree_key(kwargs[k], key, leaves):
+                return None
+    return tuple(key), leaves
+
+
+def _tree_key(x: Any, key: list[Any], leaves: list[Any]) -> bool:
+    """Add `x`'s tokens to `key` and its leaves to `leaves` (see `_call_key`);
+    False if it holds anything else."""
+    t = type(x)
+    if t is np.ndarray:
+        key.append((x.shape, x.dtype))
+    elif t in _SCALAR_TYPES:
+        key.append(t)
+    elif t is list or t is tuple:
+        key.append(t)
+        key.append(len(x))
+        for c in x:
+            if type(c) is np.ndarray:  # (the common child, without a call)
+                key.append((c.shape, c.dtype))
+                leaves.append(c)
+            elif not _tree_key(c, key, leaves):
+                return False
+        return True
+    elif t is dict:
+        try:
+            names = sorted(x)  # tree_flatten's order
+        except TypeError:
+            return False
+        key.append(dict)
+        key.append(tuple(names))
+        return all(_tree_key(x[k], key, leaves) for k in names)
+    elif x is None:
+        key.append(None)
+        return True
+    elif isinstance(x, np.generic):
+        key.append((t,))
+    else:
+        return False
+    leaves.append(x)
+    return True
 
 
 def _donatable(ins: list[Any], donated: tuple[bool, ...]) -> list[Any]:

@@ -207,6 +207,62 @@ def test_calls_of_arrays_and_numbers_find_their_version_by_kind_as_every_call_do
     assert len(calls) == len(args)
 
 
+def test_calls_of_pytrees_and_keywords_find_their_version_by_structure_and_kind():
+    # Arrays and numbers in tuples, lists and dicts, and keyword arguments, take
+    # the shorter road too: a new structure, shape, dtype or keyword traces again.
+    traced = []
+
+    def g(xs, scale=1.0):
+        traced.append(1)
+        leaves = fgrad.tree_util.tree_leaves(xs)
+        return [leaf * scale + i for i, leaf in enumerate(leaves)]
+
+    jg, x = fgrad.jit(g), np.arange(3.0)
+    calls = [
+        ([x, x],), ([x, x],), ([x, 2 * x],),  # same structure: one trace
+        ([x, x, x],), ([x],), ([],),  # each length traces
+        ((x, x),),  # a tuple is not a list
+        ([x, np.ones(4)],), ([x, np.ones(3, np.float32)],), ([x, 2.0],), ([x, np.float64(2.0)],),
+        ({"a": x, "b": 2.0},), ({"b": 2.0, "a": x},),  # the same dict, however ordered
+        ({"a": x, "c": 2.0},), ({"a": x},),  # other keys
+        ({"a": [x, None], "b": (1.0, {"c": x})},), ({"a": [x, None], "b": (1.0, {"c": x})},),
+        ({"a": [x, x], "b": (1.0, {"c": x})},),
+        ([x, x], 3.0), ([x, x], 3.0),
+    ]
+    kwcalls = [({"scale": 3.0}), ({"scale": 3.0}), ({"scale": np.float64(3.0)}), ({"scale": x})]
+    for _ in range(2):
+        for args in calls:
+            got, want = jg(*args), g(*args)
+            assert len(got) == len(want) and all(np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
+                                                  for a, b in zip(got, want))
+        for kw in kwcalls:
+            assert all(np.array_equal(a, b) for a, b in zip(jg([x, x], **kw), g([x, x], **kw)))
+    n_traced = len(traced) - 2 * (len(calls) + len(kwcalls))  # (minus the eager calls of g)
+    assert n_traced == len(calls) - 5 + len(kwcalls) - 1  # the hits: 5 among the calls, 1 among those by keyword
+    # the same calls under a transform, and after the cache is cleared
+    assert fgrad.grad(lambda s: jg([x, x], scale=s)[1].sum())(2.0) == 3.0
+    jg.clear_cache()
+    jg([x, x])
+    assert len(traced) - 2 * (len(calls) + len(kwcalls)) == n_traced + 1  # (grad found its version too)
+
+
+def test_a_static_argument_s_value_selects_the_version_on_every_road():
+    traced = []
+
+    @functools.partial(fgrad.jit, static_argnums=1)
+    def power(xs, n):
+        traced.append(n)
+        return [x**n for x in xs]
+
+    x = np.arange(3.0)
+    for _ in range(2):
+        assert power([x], 2)[0].tolist() == [0.0, 1.0, 4.0]
+        assert power([x], 3)[0].tolist() == [0.0, 1.0, 8.0]
+        assert power([x], n=3)[0].tolist() == [0.0, 1.0, 8.0]
+        assert power([x, x], 3)[1].tolist() == [0.0, 1.0, 8.0]
+    assert traced == [2, 3, 3]
+
+
 def test_python_scalars_are_weak_as_in_eager_mode():
     x = np.ones(2, np.float32)
     assert fgrad.jit(lambda x, s: x * s)(x, 2.0).dtype == (x * 2.0).dtype == np.float32
