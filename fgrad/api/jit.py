@@ -672,7 +672,8 @@ def _hashable(value: Any, what: str, name: str) -> Any:
 def _operand(x: Any, name: str) -> Any:
     """A leaf argument as jit's operand: Python scalars stay Python scalars (weakly
     typed, as in eager mode), other values become arrays; non-numbers raise."""
-    if type(x) in (float, int, complex, bool) or isinstance(x, Tracer):
+    t = type(x)
+    if t in _SCALAR_TYPES or isinstance(x, Tracer) or t is np.ndarray and x.dtype.kind in "biufc":
         return x
     try:
         arr = to_input(x)

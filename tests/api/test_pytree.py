@@ -97,6 +97,10 @@ def test_structures_are_equal_and_hash_alike_when_they_are_the_same():
     others = [[1.0, {"a": 2.0, "c": (3.0, None)}], [1.0, {"a": 2.0, "b": (3.0, 4.0)}],
               [1.0, {"a": 2.0, "b": [3.0, None]}], [1.0, {"a": 2.0, "b": (3.0, None)}, 5.0]]
     assert all(tree_structure(t) != same[0] for t in others)
+    # sequences of leaves, the common arguments, rebuild as what they were
+    flat_list, flat_tuple = tree_structure([1.0, np.ones(2)]), tree_structure((1.0, np.ones(2)))
+    assert flat_list != flat_tuple and flat_list == tree_structure([np.ones(3), 2.0])
+    assert tree_unflatten(flat_list, [3.0, 4.0]) == [3.0, 4.0] and tree_unflatten(flat_tuple, [3.0, 4.0]) == (3.0, 4.0)
 
 
 def test_a_structure_is_hashed_once_not_on_every_lookup():
