@@ -228,17 +228,18 @@ class Jitted:
         arity = len(positional) if signature is not None and not varargs else None
         self._fast_calls = not donate_argnums and (not static or arity is not None)
         self._fast_arity = arity if static else None
+        self._fast_plain = self._fast_calls and not static  # positional leaves are the key's tokens
         self._fast_static = frozenset(
             {i + len(positional) if i < 0 else i for i in static_argnums} | self._named_positions
         ) if static else frozenset()
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        found = _call_key(args, kwargs, self._fast_static, self._fast_arity) \
-            if self._fast_calls and ctx.trace is EVAL_TRACE else None
-        key = None
-        if found is not None:
-            key, leaves = found
+        key = _leaf_key(args) if self._fast_plain and not kwargs and ctx.trace is EVAL_TRACE else None
+        leaves = args
+        if key is None:
+            key, leaves = self._fast_key(args, kwargs)
+        if key is not None:
             try:
                 entry = self._fast.get(key)
             except TypeError:  # an unhashable static value: the full path says so
@@ -252,6 +253,15 @@ class Jitted:
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         with user_warnings():
             return self._call(key, args, kwargs)
+
+    def _fast_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """The fast path's key for a call that is not of positional arrays and
+        numbers only (those `_leaf_key` keys first), None if it has none, and
+        the operands it gives."""
+        if not self._fast_calls or ctx.trace is not EVAL_TRACE:
+            return None, None
+        found = _call_key(args, kwargs, self._fast_static, self._fast_arity)
+        return (None, None) if found is None else found
 
     def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call that the fast path (`key`: its key, if it has one) did not run."""
@@ -461,11 +471,11 @@ class _MethodJitted(Jitted):
         self._owner = fun.__self__  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        found = _call_key(args, kwargs, self._fast_static, self._fast_arity) \
-            if self._fast_calls and ctx.trace is EVAL_TRACE else None
-        key = None
-        if found is not None:
-            key, leaves = found
+        key = _leaf_key(args) if self._fast_plain and not kwargs and ctx.trace is EVAL_TRACE else None
+        leaves = args
+        if key is None:
+            key, leaves = self._fast_key(args, kwargs)
+        if key is not None:
             try:
                 entry = self._fast.get(key)
             except TypeError:  # an unhashable static value: the full path says so
@@ -532,6 +542,24 @@ def _check_static(name: str, signature: inspect.Signature, positional: list[insp
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
 
 
+def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """`_call_key` of positional arguments that are all arrays or numbers (None
+    otherwise), which are their own leaves: the common call, by the shortest
+    road."""
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES:
+            key.append(t)
+        elif isinstance(a, np.generic):
+            key.append((t,))
+        else:
+            return None
+    return tuple(key)
+
+
 _STATIC, _KEYWORDS = object(), object()  # markers in a call's key
 
 
@@ -553,21 +581,6 @@ def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[i
     if arity is not None and (kwargs or len(args) != arity):
         return None
     key: list[Any] = []
-    if not static:  # the common call: positional arrays and numbers are their own leaves
-        for a in args:
-            t = type(a)
-            if t is np.ndarray:
-                key.append((a.shape, a.dtype))
-            elif t in _SCALAR_TYPES:
-                key.append(t)
-            elif isinstance(a, np.generic):
-                key.append((t,))
-            else:
-                break
-        else:
-            if not kwargs:
-                return tuple(key), args
-        key.clear()
     leaves: list[Any] = []
     for i, a in enumerate(args):
         if i in static:
