@@ -220,9 +220,10 @@ class Jitted:
         # the full one (`_call_key`). At most CACHE_SIZE keys, then emptied;
         # read and written without the lock (a dict's get, set and clear are
         # atomic, and a lost entry is found again through `_cache`). With
-        # static arguments, only calls that give every positional parameter
-        # positionally, which binding leaves as they are (but for the defaults
-        # of static keyword-only ones, the same on every such call).
+        # static arguments, a call that gives every positional parameter
+        # positionally is keyed as it is (binding would only add the defaults
+        # of static keyword-only ones, the same on every such call), others
+        # as they bind to the signature.
         static = bool(static_argnums or self._static_names)
         varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
         arity = len(positional) if signature is not None and not varargs else None
@@ -260,7 +261,17 @@ class Jitted:
         the operands it gives."""
         if not self._fast_calls or ctx.trace is not EVAL_TRACE:
             return None, None
-        found = _call_key(args, kwargs, self._fast_static, self._fast_arity)
+        if self._fast_arity is not None and (kwargs or len(args) != self._fast_arity):
+            # Bound as the full path binds it; a call that does not bind goes
+            # there to say why, as does one whose positions differ from the
+            # signature's (negative static_argnums count from its end).
+            try:
+                args, kwargs = self._bound(args, kwargs)
+            except TypeError:
+                return None, None
+            if len(args) != self._fast_arity:
+                return None, None
+        found = _call_key(args, kwargs, self._fast_static, self._static_names)
         return (None, None) if found is None else found
 
     def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -564,22 +575,18 @@ _STATIC, _KEYWORDS = object(), object()  # markers in a call's key
 
 
 def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[int],
-              arity: int | None) -> tuple[tuple[Any, ...], Any] | None:
+              static_names: frozenset[str]) -> tuple[tuple[Any, ...], Any] | None:
     """A key for a call whose arguments are arrays and numbers, in tuples,
     lists, dicts and None, and the leaves it gives the jaxpr (in the order of
     tree_flatten); None for any other call. The key tells apart what the
     full key does: the structure, each leaf's shape and dtype, Python scalars
-    (weakly typed) from NumPy's, and the values at the `static` positions.
-    A function with static arguments has an `arity`: then only calls of that
-    many positional arguments, and no keywords, have a key (others are bound
-    to the signature on the full path).
+    (weakly typed) from NumPy's, and the values at the `static` positions and
+    of the keywords in `static_names`.
     It is a flat tuple of tokens: a leaf's `(shape, dtype)`, `(type,)` or
     type; a container's type and length (a dict's sorted keys), before its
     children; `_STATIC` and the value; `_KEYWORDS` and the names. Read left
     to right, each token's kind is known from those before it, so that equal
     keys mean equal calls."""
-    if arity is not None and (kwargs or len(args) != arity):
-        return None
     key: list[Any] = []
     leaves: list[Any] = []
     for i, a in enumerate(args):
@@ -593,7 +600,10 @@ def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[i
         key.append(_KEYWORDS)
         key.append(tuple(names))
         for k in names:
-            if not _tree_key(kwargs[k], key, leaves):
+            if k in static_names:
+                key.append(_STATIC)
+                key.append(kwargs[k])
+            elif not _tree_key(kwargs[k], key, leaves):
                 return None
     return tuple(key), leaves
 

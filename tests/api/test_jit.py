@@ -262,6 +262,17 @@ def test_a_static_argument_s_value_selects_the_version_on_every_road():
         assert power([x, x], 3)[1].tolist() == [0.0, 1.0, 8.0]
     assert traced == [2, 3, 3]
 
+    @functools.partial(fgrad.jit, static_argnames="mode")
+    def h(b, a, *, mode="sub", **extra):
+        traced.append(mode)
+        return (b - a if mode == "sub" else b + a) * extra.get("scale", 1.0)
+
+    one, two = np.ones(2), np.full(2, 2.0)
+    for _ in range(2):  # keywords in any order bind to the same call
+        assert h(two, one).tolist() == h(a=one, b=two).tolist() == h(two, a=one, mode="sub").tolist() == [1.0] * 2
+        assert h(b=two, a=one, mode="add", scale=2.0).tolist() == h(two, one, scale=2.0, mode="add").tolist() == [6.0] * 2
+    assert traced[3:] == ["sub", "add"]  # `mode` given or left to its default: one version
+
 
 def test_python_scalars_are_weak_as_in_eager_mode():
     x = np.ones(2, np.float32)
