@@ -18,6 +18,7 @@ import ctypes
 import functools
 import inspect
 import logging
+import operator
 import os
 import sys
 import threading
@@ -236,9 +237,14 @@ class Jitted:
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _leaf_key(args) if self._fast_plain and not kwargs and ctx.trace is EVAL_TRACE else None
-        leaves = args
-        if key is None:
+        key: Any  # the fast path's (None: none), and the operands it gives
+        leaves: Any
+        if self._fast_plain and ctx.trace is EVAL_TRACE:
+            key = None if kwargs else _leaf_key(args)
+            leaves = args
+            if key is None:
+                key, leaves = _call_key(args, kwargs, _NOTHING, _NOTHING) or (None, None)
+        else:
             key, leaves = self._fast_key(args, kwargs)
         if key is not None:
             try:
@@ -256,9 +262,9 @@ class Jitted:
             return self._call(key, args, kwargs)
 
     def _fast_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        """The fast path's key for a call that is not of positional arrays and
-        numbers only (those `_leaf_key` keys first), None if it has none, and
-        the operands it gives."""
+        """The fast path's key (None if it has none) and the operands it gives,
+        for a call that `__call__` does not key itself: with static arguments,
+        bound to the signature when it needs to be."""
         if not self._fast_calls or ctx.trace is not EVAL_TRACE:
             return None, None
         if self._fast_arity is not None and (kwargs or len(args) != self._fast_arity):
@@ -572,6 +578,9 @@ def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
 
 
 _STATIC, _KEYWORDS = object(), object()  # markers in a call's key
+_NOTHING: frozenset[Any] = frozenset()  # no static positions or names
+_ARRAY_TYPE = {np.ndarray}
+_shape_dtype = operator.attrgetter("shape", "dtype")  # an array's token
 
 
 def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[int],
@@ -619,13 +628,11 @@ def _tree_key(x: Any, key: list[Any], leaves: list[Any]) -> bool:
     elif t is list or t is tuple:
         key.append(t)
         key.append(len(x))
-        for c in x:
-            if type(c) is np.ndarray:  # (the common child, without a call)
-                key.append((c.shape, c.dtype))
-                leaves.append(c)
-            elif not _tree_key(c, key, leaves):
-                return False
-        return True
+        if set(map(type, x)) == _ARRAY_TYPE:  # the common one, each child keyed in C
+            key.extend(map(_shape_dtype, x))
+            leaves.extend(x)
+            return True
+        return all(_tree_key(c, key, leaves) for c in x)
     elif t is dict:
         try:
             names = sorted(x)  # tree_flatten's order
