@@ -18,6 +18,7 @@ import ctypes
 import functools
 import inspect
 import logging
+import operator
 import os
 import sys
 import threading
@@ -58,7 +59,7 @@ class _Entry:
     """One traced version: the closure-converted jaxpr, what it closed over
     (operands before the arguments) and the structure of its output."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "attrs", "run")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "arg_names", "attrs", "run", "key")
 
     def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef,
                  donated: tuple[bool, ...], arg_names: list[str], attrs: dict[str, Any] | None) -> None:
@@ -69,6 +70,8 @@ class _Entry:
         self.arg_names = arg_names  # of the argument leaves, for messages
         self.attrs = attrs  # of the method's object when it was traced (see _MethodJitted)
         self.run: Callable[..., list[Any]] | None = None  # its generated code, once it ran eagerly
+        # (tree, avals, static positions and values, static keywords and values)
+        self.key: tuple[Any, ...] = ()
 
 
 class Lowered:
@@ -109,7 +112,33 @@ class Compiled:
         self._entry = entry
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        entry, operands = self._jitted._prepare(args, kwargs, trace=False)
+        # Called with the dynamic arguments only, as JAX's: its static ones were
+        # fixed when it was lowered, and go back where the call had them.
+        _, _, static_values, static_kw = self._entry.key
+        names = self._jitted._positional_names
+        both = [k for k in [*(names[i] for i, _ in static_values if i < len(names)), *dict(static_kw)]
+                if k in kwargs]
+        if both:
+            raise TypeError(
+                f"this compiled version of {self._jitted.name} was lowered with {self._statics()}, and "
+                f"takes its dynamic arguments only, but was given {both[0]!r}. Leave the static "
+                "arguments out, or call the jitted function itself for other values."
+            )
+        full, given = list(args), {**kwargs, **dict(static_kw)}
+        for i, v in static_values:
+            if i >= len(full) and i < len(names) and names[i] in self._jitted._static_names:
+                given[names[i]] = v  # (a later argument, if any, came by keyword)
+            else:
+                full.insert(i, v)
+        try:
+            entry, operands = self._jitted._prepare(tuple(full), given, trace=False)
+        except TypeError as e:
+            if not (static_values or static_kw):
+                raise
+            raise TypeError(
+                f"{e} (This compiled version was lowered with {self._statics()}, and takes its "
+                "dynamic arguments only.)"
+            ) from None
         if entry is None and self._jitted._stale(self._entry):
             raise TypeError(
                 f"this compiled version of {self._jitted.name} was traced with other attributes of its "
@@ -120,15 +149,24 @@ class Compiled:
             n = len(self._entry.consts)
             want = ", ".join(a.str_short() for a in self._entry.jaxpr.in_avals[n:])
             got = ", ".join(get_aval(x).str_short() for x in operands)
+            too = ", or its static arguments too" if static_values or static_kw else ""
             raise TypeError(
                 f"this compiled version of {self._jitted.name} takes arguments ({want}), but was called "
-                f"with ({got}) (or other static values or structure). Call the jitted function itself, "
-                "which traces a version for each kind of argument."
+                f"with ({got}) (or another structure{too}). Call the jitted function itself, which "
+                "traces a version for each kind of argument."
             )
         # another array library's: equation by equation
         with on_library([*entry.consts, *operands]), user_warnings():
             outs = jit_p.bind(*entry.consts, *operands, jaxpr=entry.jaxpr, name=self._jitted.name)
         return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+
+    def _statics(self) -> str:
+        """Its static arguments, in words: `argument 1 = 3, 'mode' = 'sin'`."""
+        _, _, static_values, static_kw = self._entry.key
+        names = self._jitted._positional_names
+        return "static " + ", ".join(
+            [*(f"argument {i}{f' ({names[i]})' if i < len(names) else ''} = {v!r}" for i, v in static_values),
+             *(f"{k} = {v!r}" for k, v in static_kw)])
 
     def __repr__(self) -> str:
         return f"Compiled({self._entry.jaxpr})"
@@ -148,37 +186,99 @@ class Jitted:
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
-        # A static name is static by position too, where the signature has it.
-        try:
-            params = list(inspect.signature(fun).parameters)
-        except (TypeError, ValueError):
-            params = []
-        self._named_positions = {params.index(n) for n in static_argnames if n in params}
-        self.donate_argnums = donate_argnums
         self.name = fun_name(fun)
+        try:
+            signature: inspect.Signature | None = inspect.signature(fun)
+        except (TypeError, ValueError):  # some builtins have none: positions only, as given
+            signature = None
+        self._signature = signature
+        params = list(signature.parameters.values()) if signature is not None else []
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._positional_names = [p.name for p in positional]  # for messages
+        if signature is not None:
+            _check_static(self.name, signature, positional, static_argnums, static_argnames)
+        # Where the signature has them, a static position is static by name too,
+        # and a static name by position (as in JAX): `n` of `f(x, n=2)` is one
+        # argument, whether given positionally, by keyword, or left to its default.
+        self._static_names = frozenset(static_argnames) | {
+            p.name for i, p in enumerate(positional)
+            if i in static_argnums and p.kind is p.POSITIONAL_OR_KEYWORD}
+        self._named_positions = {i for i, p in enumerate(positional) if p.name in self._static_names}
+        # A static parameter left out of a call takes its default, as its value
+        # (a dynamic one does not: the function's own default is a constant of
+        # the trace, and need not be a number).
+        self._static_defaults = {
+            p.name: p.default for i, p in enumerate(params) if p.default is not p.empty
+            and (p.name in self._static_names or p.kind is p.POSITIONAL_ONLY and i in static_argnums)}
+        # A call is bound to the signature where static or donated arguments
+        # need finding by position and name.
+        self._bind = signature is not None and bool(static_argnums or static_argnames or donate_argnums)
+        self.donate_argnums = donate_argnums
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
-        # The common call, positional arrays and numbers with no transform
-        # active, finds its entry by a cheaper key than the full one. At most
-        # CACHE_SIZE keys, then emptied; read and written without the lock
-        # (a dict's get, set and clear are atomic, and a lost entry is found
-        # again through `_cache`).
-        self._fast_calls = not (static_argnums or self._named_positions or donate_argnums)
+        # The common call, arrays and numbers (in tuples, lists and dicts, or
+        # not) with no transform active, finds its entry by a cheaper key than
+        # the full one (`_call_key`). At most CACHE_SIZE keys, then emptied;
+        # read and written without the lock (a dict's get, set and clear are
+        # atomic, and a lost entry is found again through `_cache`). With
+        # static arguments, a call that gives every positional parameter
+        # positionally is keyed as it is (binding would only add the defaults
+        # of static keyword-only ones, the same on every such call), others
+        # as they bind to the signature.
+        static = bool(static_argnums or self._static_names)
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+        arity = len(positional) if signature is not None and not varargs else None
+        self._fast_calls = not donate_argnums and (not static or arity is not None)
+        self._fast_arity = arity if static else None
+        self._fast_plain = self._fast_calls and not static  # positional leaves are the key's tokens
+        self._fast_static = frozenset(
+            {i + len(positional) if i < 0 else i for i in static_argnums} | self._named_positions
+        ) if static else frozenset()
         self._fast: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
+        key: Any  # the fast path's (None: none), and the operands it gives
+        leaves: Any
+        if self._fast_plain and ctx.trace is EVAL_TRACE:
+            key = None if kwargs else _leaf_key(args)
+            leaves = args
+            if key is None:
+                key, leaves = _call_key(args, kwargs, _NOTHING, _NOTHING) or (None, None)
+        else:
+            key, leaves = self._fast_key(args, kwargs)
         if key is not None:
-            entry = self._fast.get(key)
+            try:
+                entry = self._fast.get(key)
+            except TypeError:  # an unhashable static value: the full path says so
+                key = entry = None
             if entry is not None and entry.run is not None:
                 token = fp_warnings.enter()
                 try:
-                    outs = entry.run(*entry.consts, *args)
+                    outs = entry.run(*entry.consts, *leaves)
                 finally:
                     fp_warnings.leave(token)
                 return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         with user_warnings():
             return self._call(key, args, kwargs)
+
+    def _fast_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """The fast path's key (None if it has none) and the operands it gives,
+        for a call that `__call__` does not key itself: with static arguments,
+        bound to the signature when it needs to be."""
+        if not self._fast_calls or ctx.trace is not EVAL_TRACE:
+            return None, None
+        if self._fast_arity is not None and (kwargs or len(args) != self._fast_arity):
+            # Bound as the full path binds it; a call that does not bind goes
+            # there to say why, as does one whose positions differ from the
+            # signature's (negative static_argnums count from its end).
+            try:
+                args, kwargs = self._bound(args, kwargs)
+            except TypeError:
+                return None, None
+            if len(args) != self._fast_arity:
+                return None, None
+        found = _call_key(args, kwargs, self._fast_static, self._static_names)
+        return (None, None) if found is None else found
 
     def _call(self, key: tuple[Any, ...] | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call that the fast path (`key`: its key, if it has one) did not run."""
@@ -245,21 +345,25 @@ class Jitted:
                  trace: bool = True) -> tuple[_Entry | None, list[Any]]:
         """The traced version for these arguments (tracing it on a miss, unless
         not `trace`: then None), and the operands."""
+        if self._bind:
+            args, kwargs = self._bound(args, kwargs)
         nargs = len(args)
         given = {i + nargs if i < 0 else i for i in self.static_argnums}
-        if any(not 0 <= i < nargs for i in given):
+        # (a static position that binding put among the keywords is found by its name)
+        if any(not 0 <= i < nargs and i not in self._named_positions for i in given):
             raise ValueError(
                 f"static_argnums={self.static_argnums!r} is out of range for {self.name} called "
-                f"with {nargs} positional argument{'s' if nargs != 1 else ''}"
+                f"with {nargs} positional argument{'s' if nargs != 1 else ''}: static_argnums counts "
+                f"positional arguments, so give at least {max(given) + 1}, or change static_argnums."
             )
-        static = sorted(given | {i for i in self._named_positions if i < nargs})
+        static = sorted({i for i in given | self._named_positions if 0 <= i < nargs})
         static_values = tuple((i, _hashable(args[i], f"argument {i}", self.name)) for i in static)
         static_kw = tuple(sorted(
             (k, _hashable(v, f"argument {k!r}", self.name))
-            for k, v in kwargs.items() if k in self.static_argnames
+            for k, v in kwargs.items() if k in self._static_names
         ))
         dyn_nums = tuple(i for i in range(nargs) if i not in static)
-        dyn_kw = {k: v for k, v in sorted(kwargs.items()) if k not in self.static_argnames}
+        dyn_kw = {k: v for k, v in sorted(kwargs.items()) if k not in self._static_names}
         leaves, in_tree = tree_flatten(((*(args[i] for i in dyn_nums),), dyn_kw))
         operands = [_operand(x, self.name) for x in leaves]
         avals = tuple(get_aval(x) for x in operands)
@@ -283,6 +387,7 @@ class Jitted:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
             _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
         entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals, operands)
+        entry.key = key
         if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
             with self._lock:
                 self._cache[key] = entry
@@ -290,11 +395,27 @@ class Jitted:
                     self._cache.popitem(last=False)
         return entry, operands
 
+    def _bound(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call as the signature binds it: each parameter positionally where
+        it can be, by keyword otherwise, a static one left out with its default."""
+        assert self._signature is not None
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            keywords = f" and keywords {', '.join(kwargs)}" if kwargs else ""
+            raise TypeError(
+                f"{self.name}{self._signature} cannot be called with {len(args)} positional "
+                f"argument{'s' if len(args) != 1 else ''}{keywords}: {e}. Call it as its signature says."
+            ) from None
+        for k, default in self._static_defaults.items():
+            bound.arguments.setdefault(k, default)
+        return bound.args, bound.kwargs
+
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
                dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray],
                operands: list[Any]) -> _Entry:
         start = time.perf_counter()
-        fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self.static_argnames}
+        fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self._static_names}
 
         def positional(dyn_args: tuple[Any, ...], dyn_kw: dict[str, Any]) -> Any:
             full, given = list(args), dict(static_kw)
@@ -367,16 +488,22 @@ class _MethodJitted(Jitted):
         self._owner = fun.__self__  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _leaf_key(args) if self._fast_calls and not kwargs and ctx.trace is EVAL_TRACE else None
+        key = _leaf_key(args) if self._fast_plain and not kwargs and ctx.trace is EVAL_TRACE else None
+        leaves = args
+        if key is None:
+            key, leaves = self._fast_key(args, kwargs)
         if key is not None:
-            entry = self._fast.get(key)
+            try:
+                entry = self._fast.get(key)
+            except TypeError:  # an unhashable static value: the full path says so
+                key = entry = None
             if entry is not None and entry.run is not None:
                 try:
                     same = self._owner.__dict__ == entry.attrs
                 except Exception:  # an array rebound to another of more than one element
                     same = False
                 if same:
-                    outs = entry.run(*entry.consts, *args)
+                    outs = entry.run(*entry.consts, *leaves)
                     return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
         return self._call(key, args, kwargs)
 
@@ -404,13 +531,38 @@ class _MethodJitted(Jitted):
         return "the attributes of the method's object changed"
 
 
+def _check_static(name: str, signature: inspect.Signature, positional: list[inspect.Parameter],
+                  nums: tuple[int, ...], names: tuple[str, ...]) -> None:
+    """Raise, when `jit` is called, for static_argnums and static_argnames that
+    the signature cannot take (as JAX does)."""
+    kinds = {p.kind for p in signature.parameters.values()}
+    n = len(positional)
+    if nums and inspect.Parameter.VAR_POSITIONAL not in kinds and not all(-n <= i < n for i in nums):
+        raise ValueError(
+            f"static_argnums={nums!r} is out of range for {name}{signature}, which takes {n} positional "
+            f"argument{'s' if n != 1 else ''}: give static_argnums between {-n} and {n - 1}."
+        )
+    only = {p.name for p in positional if p.kind is p.POSITIONAL_ONLY}
+    if only & set(names):
+        raise ValueError(
+            f"static_argnames={names!r} names {sorted(only & set(names))}, positional-only parameters of "
+            f"{name}{signature}, which no call gives by name: use static_argnums for them."
+        )
+    unknown = [k for k in names if k not in signature.parameters]
+    if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
+        raise ValueError(
+            f"static_argnames={names!r} names {unknown}, which {name}{signature} does not take: give the "
+            "names of its parameters."
+        )
+
+
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
 
 
 def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """A key for positional arguments that are all arrays or numbers (None
-    otherwise) that tells apart what the full key does: shapes, dtypes, and
-    Python scalars (weakly typed) from NumPy's."""
+    """`_call_key` of positional arguments that are all arrays or numbers (None
+    otherwise), which are their own leaves: the common call, by the shortest
+    road."""
     key: list[Any] = []
     for a in args:
         t = type(a)
@@ -423,6 +575,81 @@ def _leaf_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         else:
             return None
     return tuple(key)
+
+
+_STATIC, _KEYWORDS = object(), object()  # markers in a call's key
+_NOTHING: frozenset[Any] = frozenset()  # no static positions or names
+_ARRAY_TYPE = {np.ndarray}
+_shape_dtype = operator.attrgetter("shape", "dtype")  # an array's token
+
+
+def _call_key(args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[int],
+              static_names: frozenset[str]) -> tuple[tuple[Any, ...], Any] | None:
+    """A key for a call whose arguments are arrays and numbers, in tuples,
+    lists, dicts and None, and the leaves it gives the jaxpr (in the order of
+    tree_flatten); None for any other call. The key tells apart what the
+    full key does: the structure, each leaf's shape and dtype, Python scalars
+    (weakly typed) from NumPy's, and the values at the `static` positions and
+    of the keywords in `static_names`.
+    It is a flat tuple of tokens: a leaf's `(shape, dtype)`, `(type,)` or
+    type; a container's type and length (a dict's sorted keys), before its
+    children; `_STATIC` and the value; `_KEYWORDS` and the names. Read left
+    to right, each token's kind is known from those before it, so that equal
+    keys mean equal calls."""
+    key: list[Any] = []
+    leaves: list[Any] = []
+    for i, a in enumerate(args):
+        if i in static:
+            key.append(_STATIC)
+            key.append(a)
+        elif not _tree_key(a, key, leaves):
+            return None
+    if kwargs:
+        names = sorted(kwargs)
+        key.append(_KEYWORDS)
+        key.append(tuple(names))
+        for k in names:
+            if k in static_names:
+                key.append(_STATIC)
+                key.append(kwargs[k])
+            elif not _tree_key(kwargs[k], key, leaves):
+                return None
+    return tuple(key), leaves
+
+
+def _tree_key(x: Any, key: list[Any], leaves: list[Any]) -> bool:
+    """Add `x`'s tokens to `key` and its leaves to `leaves` (see `_call_key`);
+    False if it holds anything else."""
+    t = type(x)
+    if t is np.ndarray:
+        key.append((x.shape, x.dtype))
+    elif t in _SCALAR_TYPES:
+        key.append(t)
+    elif t is list or t is tuple:
+        key.append(t)
+        key.append(len(x))
+        if set(map(type, x)) == _ARRAY_TYPE:  # the common one, each child keyed in C
+            key.extend(map(_shape_dtype, x))
+            leaves.extend(x)
+            return True
+        return all(_tree_key(c, key, leaves) for c in x)
+    elif t is dict:
+        try:
+            names = sorted(x)  # tree_flatten's order
+        except TypeError:
+            return False
+        key.append(dict)
+        key.append(tuple(names))
+        return all(_tree_key(x[k], key, leaves) for k in names)
+    elif x is None:
+        key.append(None)
+        return True
+    elif isinstance(x, np.generic):
+        key.append((t,))
+    else:
+        return False
+    leaves.append(x)
+    return True
 
 
 def _donatable(ins: list[Any], donated: tuple[bool, ...]) -> list[Any]:
@@ -475,7 +702,8 @@ def _hashable(value: Any, what: str, name: str) -> Any:
 def _operand(x: Any, name: str) -> Any:
     """A leaf argument as jit's operand: Python scalars stay Python scalars (weakly
     typed, as in eager mode), other values become arrays; non-numbers raise."""
-    if type(x) in (float, int, complex, bool) or isinstance(x, Tracer):
+    t = type(x)
+    if t in _SCALAR_TYPES or isinstance(x, Tracer) or t is np.ndarray and x.dtype.kind in "biufc":
         return x
     try:
         arr = to_input(x)
@@ -620,6 +848,10 @@ def jit(
     Inside, values are abstract: a Python `if` on one raises; mark such an
     argument static, or use `fnp.where`. Works as a call, a decorator, and
     through functools.partial; composes with every transformation.
+    Static arguments are found through the signature, as in JAX: a parameter
+    named by `static_argnums` or `static_argnames` is static whether a call
+    gives it by position or by keyword, and one left out is its default;
+    `f.lower(...).compile()` takes the dynamic arguments only.
     `donate_argnums` names arguments the caller gives up: the memory of their
     arrays (of an array they are views of, too) may hold results afterwards,
     so that large temporaries need no fresh memory. Called under a transform,

@@ -102,7 +102,7 @@ class PyTreeDef:
     PyTreeDef((*, {'a': [*, *], 'b': None}))
     """
 
-    __slots__ = ("node", "cls", "aux", "children", "num_leaves", "leaf_tuple")
+    __slots__ = ("node", "cls", "aux", "children", "num_leaves", "leaf_tuple", "_hash")
 
     def __init__(
         self, node: _NodeType | None, cls: type | None, aux: Any, children: tuple[PyTreeDef, ...]
@@ -113,6 +113,9 @@ class PyTreeDef:
         self.children = children
         self.num_leaves: int = 1 if node is None else sum(c.num_leaves for c in children)
         self.leaf_tuple = cls is tuple and all(c.node is None for c in children)
+        # Immutable, so hashed once, when first asked: a jitted function looks
+        # its arguments' structure up, and a hash recomputed would walk the tree.
+        self._hash: int | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -166,14 +169,19 @@ class PyTreeDef:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
+        if self is other:
+            return True
         return (
-            self.cls is other.cls
+            hash(self) == hash(other)
+            and self.cls is other.cls
             and self.aux == other.aux
             and self.children == other.children
         )
 
     def __hash__(self) -> int:
-        return hash((self.cls, self.children))
+        if self._hash is None:
+            self._hash = hash((self.cls, self.children))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"PyTreeDef({self._str()})"
@@ -200,14 +208,16 @@ _LEAF = PyTreeDef(None, None, None, ())
 _KNOWN_LEAVES = passthrough_types
 
 
-_flat_tuples: dict[int, PyTreeDef] = {}
+_flat: dict[tuple[type, int], PyTreeDef] = {}
 
 
-def _flat_tuple(n: int) -> PyTreeDef:
-    """The structure of a tuple of n leaves (argument lists), built once."""
-    treedef = _flat_tuples.get(n)
+def _flat_sequence(cls: type, n: int) -> PyTreeDef:
+    """The structure of a tuple or list of n leaves (argument lists, lists of
+    arrays), built once: the same object every time, so that comparing two is
+    one identity check and its hash is computed once."""
+    treedef = _flat.get((cls, n))
     if treedef is None:
-        treedef = _flat_tuples[n] = PyTreeDef(_registry[tuple], tuple, None, (_LEAF,) * n)
+        treedef = _flat[cls, n] = PyTreeDef(_registry[cls], cls, None, (_LEAF,) * n)
     return treedef
 
 
@@ -216,9 +226,10 @@ def _flatten(tree: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None
         if type(tree) in _KNOWN_LEAVES:
             leaves.append(tree)
             return _LEAF
-        if type(tree) is tuple and all(type(x) in _KNOWN_LEAVES for x in tree):
+        t = type(tree)
+        if (t is tuple or t is list) and all(type(x) in _KNOWN_LEAVES for x in tree):
             leaves.extend(tree)
-            return _flat_tuple(len(tree))
+            return _flat_sequence(t, len(tree))
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF

@@ -120,6 +120,53 @@ def test_decorator_partial_keywords_and_pytrees():
     assert pick(0.0) == 0.0 and pick(0.0, mode="cos") == 1.0 and pick(0.0, "cos") == 1.0
 
 
+def test_a_static_argument_is_found_by_position_by_name_or_by_its_default():
+    # As JAX: static_argnums and static_argnames go through the signature, so a
+    # static parameter is static however the call gives it, and one left out
+    # is its default.
+    traced = []
+
+    @functools.partial(fgrad.jit, static_argnums=1)
+    def power(x, n=2):
+        traced.append(n)
+        return x**n
+
+    assert [power(3.0), power(3.0, 2), power(3.0, n=2), power(x=3.0, n=2)] == [9.0] * 4
+    assert [power(3.0, n=3), power(3.0, 3)] == [27.0] * 2
+    assert traced == [2, 3]  # one version per value, however it was given
+
+    @functools.partial(fgrad.jit, static_argnames="mode")
+    def pick(x, mode="sin", scale=1.0):
+        traced.append(mode)
+        return (fnp.sin(x) if mode == "sin" else fnp.cos(x)) * scale
+
+    assert [pick(0.0), pick(0.0, "sin"), pick(0.0, mode="sin")] == [0.0] * 3
+    assert [pick(0.0, "cos"), pick(0.0, mode="cos"), pick(0.0, "cos", 2.0), pick(0.0, scale=2.0, mode="cos")] \
+        == [1.0, 1.0, 2.0, 2.0]
+    assert traced == [2, 3, "sin", "cos", "cos"]  # the last with `scale` given, however
+    # a dynamic parameter left to its default stays the function's own (not a number here)
+    label = fgrad.jit(lambda x, n, unit="m": x * n if unit == "m" else x, static_argnums=1)
+    assert label(2.0, 3) == 6.0 and label(2.0, n=3) == 6.0
+    with pytest.raises(TypeError, match=r"argument 1 of power is static .* unhashable list"):
+        power(3.0, n=[2])
+
+
+def test_a_compiled_version_takes_its_dynamic_arguments_only():
+    k = lambda x, n: x * n  # noqa: E731
+    compiled = fgrad.jit(k, static_argnums=1).lower(np.ones(3), 3).compile()
+    assert compiled(np.ones(3)).tolist() == [3.0] * 3  # as JAX's: jax.jit(k, static_argnums=1).lower(x, 3).compile()(x)
+    assert compiled(x=np.ones(3)).tolist() == [3.0] * 3
+    by_name = fgrad.jit(k, static_argnames="n").lower(np.ones(3), n=3).compile()
+    assert by_name(np.ones(3)).tolist() == [3.0] * 3
+    with pytest.raises(TypeError, match=r"lowered with static argument 1 \(n\) = 3, and takes its dynamic arguments "
+                                        r"only, but was given 'n'. Leave the static arguments out"):
+        by_name(np.ones(3), n=3)
+    with pytest.raises(TypeError, match=r"too many positional arguments.*lowered with static argument 1 \(n\) = 3"):
+        compiled(np.ones(3), 3)
+    with pytest.raises(TypeError, match=r"takes arguments \(f64\[3\]\), but was called with \(f64\[4\]\)"):
+        compiled(np.ones(4))
+
+
 def test_traces_once_per_kind_of_argument():
     g, calls = counting(lambda x, n: x * n)
     jg = fgrad.jit(g, static_argnums=1)
@@ -158,6 +205,73 @@ def test_calls_of_arrays_and_numbers_find_their_version_by_kind_as_every_call_do
     jg.clear_cache()
     jg(np.ones(3), 2.0)
     assert len(calls) == len(args)
+
+
+def test_calls_of_pytrees_and_keywords_find_their_version_by_structure_and_kind():
+    # Arrays and numbers in tuples, lists and dicts, and keyword arguments, take
+    # the shorter road too: a new structure, shape, dtype or keyword traces again.
+    traced = []
+
+    def g(xs, scale=1.0):
+        traced.append(1)
+        leaves = fgrad.tree_util.tree_leaves(xs)
+        return [leaf * scale + i for i, leaf in enumerate(leaves)]
+
+    jg, x = fgrad.jit(g), np.arange(3.0)
+    calls = [
+        ([x, x],), ([x, x],), ([x, 2 * x],),  # same structure: one trace
+        ([x, x, x],), ([x],), ([],),  # each length traces
+        ((x, x),),  # a tuple is not a list
+        ([x, np.ones(4)],), ([x, np.ones(3, np.float32)],), ([x, 2.0],), ([x, np.float64(2.0)],),
+        ({"a": x, "b": 2.0},), ({"b": 2.0, "a": x},),  # the same dict, however ordered
+        ({"a": x, "c": 2.0},), ({"a": x},),  # other keys
+        ({"a": [x, None], "b": (1.0, {"c": x})},), ({"a": [x, None], "b": (1.0, {"c": x})},),
+        ({"a": [x, x], "b": (1.0, {"c": x})},),
+        ([x, x], 3.0), ([x, x], 3.0),
+    ]
+    kwcalls = [({"scale": 3.0}), ({"scale": 3.0}), ({"scale": np.float64(3.0)}), ({"scale": x})]
+    for _ in range(2):
+        for args in calls:
+            got, want = jg(*args), g(*args)
+            assert len(got) == len(want) and all(np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
+                                                  for a, b in zip(got, want))
+        for kw in kwcalls:
+            assert all(np.array_equal(a, b) for a, b in zip(jg([x, x], **kw), g([x, x], **kw)))
+    n_traced = len(traced) - 2 * (len(calls) + len(kwcalls))  # (minus the eager calls of g)
+    assert n_traced == len(calls) - 5 + len(kwcalls) - 1  # the hits: 5 among the calls, 1 among those by keyword
+    # the same calls under a transform, and after the cache is cleared
+    assert fgrad.grad(lambda s: jg([x, x], scale=s)[1].sum())(2.0) == 3.0
+    jg.clear_cache()
+    jg([x, x])
+    assert len(traced) - 2 * (len(calls) + len(kwcalls)) == n_traced + 1  # (grad found its version too)
+
+
+def test_a_static_argument_s_value_selects_the_version_on_every_road():
+    traced = []
+
+    @functools.partial(fgrad.jit, static_argnums=1)
+    def power(xs, n):
+        traced.append(n)
+        return [x**n for x in xs]
+
+    x = np.arange(3.0)
+    for _ in range(2):
+        assert power([x], 2)[0].tolist() == [0.0, 1.0, 4.0]
+        assert power([x], 3)[0].tolist() == [0.0, 1.0, 8.0]
+        assert power([x], n=3)[0].tolist() == [0.0, 1.0, 8.0]
+        assert power([x, x], 3)[1].tolist() == [0.0, 1.0, 8.0]
+    assert traced == [2, 3, 3]
+
+    @functools.partial(fgrad.jit, static_argnames="mode")
+    def h(b, a, *, mode="sub", **extra):
+        traced.append(mode)
+        return (b - a if mode == "sub" else b + a) * extra.get("scale", 1.0)
+
+    one, two = np.ones(2), np.full(2, 2.0)
+    for _ in range(2):  # keywords in any order bind to the same call
+        assert h(two, one).tolist() == h(a=one, b=two).tolist() == h(two, a=one, mode="sub").tolist() == [1.0] * 2
+        assert h(b=two, a=one, mode="add", scale=2.0).tolist() == h(two, one, scale=2.0, mode="add").tolist() == [6.0] * 2
+    assert traced[3:] == ["sub", "add"]  # `mode` given or left to its default: one version
 
 
 def test_python_scalars_are_weak_as_in_eager_mode():
@@ -206,8 +320,20 @@ def test_errors_say_what_to_do():
         fgrad.jit(lambda x, s: x)(1.0, "abc")
     with pytest.raises(TypeError, match=r"argument 1 of .* must be hashable, but it is an unhashable list"):
         fgrad.jit(lambda x, s: x, static_argnums=1)(1.0, [1, 2])
-    with pytest.raises(ValueError, match=r"static_argnums=\(5,\) is out of range for <lambda> called with 1 positional"):
-        fgrad.jit(lambda x: x, static_argnums=5)(1.0)
+    with pytest.raises(ValueError, match=r"static_argnums=\(5,\) is out of range for <lambda>\(x\), which takes 1 "
+                                         r"positional argument: give static_argnums between -1 and 0"):
+        fgrad.jit(lambda x: x, static_argnums=5)
+    with pytest.raises(ValueError, match=r"static_argnums=\(2,\) is out of range for <lambda> called with 1 positional "
+                                         r"argument: static_argnums counts positional arguments, so give at least 3"):
+        fgrad.jit(lambda x, *rest: x, static_argnums=2)(1.0)
+    with pytest.raises(ValueError, match=r"static_argnames=\('m',\) names \['m'\], which <lambda>\(x, n\) does not "
+                                         r"take: give the names of its parameters"):
+        fgrad.jit(lambda x, n: x, static_argnames="m")
+    with pytest.raises(ValueError, match=r"names \['n'\], positional-only parameters of .* use static_argnums"):
+        fgrad.jit(lambda x, n, /: x, static_argnames="n")
+    with pytest.raises(TypeError, match=r"<lambda>\(x, n\) cannot be called with 1 positional argument and keywords m: "
+                                        r"missing a required argument: 'n'. Call it as its signature says"):
+        fgrad.jit(lambda x, n: x, static_argnums=1)(1.0, m=2)
     with pytest.raises(TypeError, match="jit expects a function"):
         fgrad.jit(3)
     with pytest.raises(fgrad.ConcretizationTypeError, match=r"concrete value \(float\(\)\)[\s\S]*static_argnums"):

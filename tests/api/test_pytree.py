@@ -1,5 +1,6 @@
 """fgrad.tree_util: flattening, rebuilding, mapping, registering, key paths."""
 
+import timeit
 from collections import OrderedDict, defaultdict, namedtuple
 
 import numpy as np
@@ -88,3 +89,26 @@ def test_unflatten_checks_the_number_of_leaves():
 def test_key_paths():
     paths, _ = tree_flatten_with_path({"w": [1.0, 2.0], "p": Point(3.0, 4.0)})
     assert [keystr(p) for p, _ in paths] == ["['p'].x", "['p'].y", "['w'][0]", "['w'][1]"]
+
+
+def test_structures_are_equal_and_hash_alike_when_they_are_the_same():
+    same = [tree_structure([1.0, {"a": 2.0, "b": (3.0, None)}]) for _ in range(2)]
+    assert same[0] == same[1] and hash(same[0]) == hash(same[1])
+    others = [[1.0, {"a": 2.0, "c": (3.0, None)}], [1.0, {"a": 2.0, "b": (3.0, 4.0)}],
+              [1.0, {"a": 2.0, "b": [3.0, None]}], [1.0, {"a": 2.0, "b": (3.0, None)}, 5.0]]
+    assert all(tree_structure(t) != same[0] for t in others)
+    # sequences of leaves, the common arguments, rebuild as what they were
+    flat_list, flat_tuple = tree_structure([1.0, np.ones(2)]), tree_structure((1.0, np.ones(2)))
+    assert flat_list != flat_tuple and flat_list == tree_structure([np.ones(3), 2.0])
+    assert tree_unflatten(flat_list, [3.0, 4.0]) == [3.0, 4.0] and tree_unflatten(flat_tuple, [3.0, 4.0]) == (3.0, 4.0)
+
+
+def test_a_structure_is_hashed_once_not_on_every_lookup():
+    # jit looks its arguments' structure up on each call: hashing one of
+    # 10,000 nodes costs what hashing one of three does.
+    big, small = tree_structure([[1.0] * 100 for _ in range(100)]), tree_structure([1.0, 2.0])
+
+    def cost(td):
+        return min(timeit.repeat(lambda: hash(td), number=200, repeat=5))
+
+    assert cost(big) < 10 * cost(small)
