@@ -503,9 +503,14 @@ class _MethodJitted(Jitted):
                 except Exception:  # an array rebound to another of more than one element
                     same = False
                 if same:
-                    outs = entry.run(*entry.consts, *leaves)
+                    token = fp_warnings.enter()
+                    try:
+                        outs = entry.run(*entry.consts, *leaves)
+                    finally:
+                        fp_warnings.leave(token)
                     return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
-        return self._call(key, args, kwargs)
+        with user_warnings():
+            return self._call(key, args, kwargs)
 
     def _snapshot(self) -> dict[str, Any] | None:
         return dict(vars(self._owner))

@@ -137,3 +137,18 @@ def test_an_error_inside_generated_code_shows_the_generated_line():
         f(np.zeros((2, 2)))
     frames = [fr for fr in traceback.extract_tb(e.value.__traceback__) if fr.filename.startswith("<fgrad.jit")]
     assert frames and frames[0].line  # linecache knows the generated source
+
+
+def test_a_jitted_methods_warnings_come_from_the_line_that_calls_it():
+    class Model:
+        def __init__(self):
+            self.scale = 2.0
+
+        def loss(self, x):
+            return fnp.sum(fnp.log(x) * self.scale)
+
+    f = fgrad.jit(Model().loss)
+    for _ in range(2):  # tracing, then the generated code alone
+        line = inspect.currentframe().f_lineno + 1
+        seen = caught(lambda: f(np.array([-1.0, 1.0])))
+        assert seen == [("invalid value encountered in log", __file__, line, RuntimeWarning)], seen
