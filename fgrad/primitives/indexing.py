@@ -83,7 +83,12 @@ def _getitem_aval(x: ShapedArray, *, idx: StaticIndex) -> ShapedArray:
     return ShapedArray(indexed_shape(x.shape, idx), x.dtype)
 
 
-getitem_p = Primitive("getitem", lambda x, *, idx: x[tuple(idx)], _getitem_aval)
+def _getitem_impl(x: Any, *, idx: StaticIndex) -> Any:
+    # A Python number (a weakly typed argument's value) is indexed as the 0-d array it stands for.
+    return (np.asarray(x) if isinstance(x, (int, float, complex)) else x)[tuple(idx)]
+
+
+getitem_p = Primitive("getitem", _getitem_impl, _getitem_aval)
 
 
 def _getitem_emit(args: list[str], avals: list[ShapedArray], *, idx: StaticIndex) -> str | None:

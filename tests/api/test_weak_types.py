@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fgrad
+import fgrad.numpy as fnp
 
 ARRAYS = {
     "float32": np.array([1.5, -2.0, 0.25], np.float32),
@@ -99,3 +100,12 @@ def test_weak_zero_d_results_leave_as_numpy_scalars():
     assert [type(v) for v in out] == [np.float32, np.float32]
     out = fgrad.jvp(lambda n: n * 2, (1.5,), (1.0,))
     assert [type(v) for v in out] == [np.float64, np.float64]
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp", "jacfwd", "hessian"])
+def test_a_python_number_argument_can_be_indexed_as_a_0d_array(transform):
+    f = lambda x: fnp.sum(x[None] ** 3)  # noqa: E731
+    got = {"grad": lambda: fgrad.grad(f)(1.5), "jvp": lambda: fgrad.jvp(f, (1.5,), (1.0,))[1],
+           "jacfwd": lambda: fgrad.jacfwd(f)(1.5), "hessian": lambda: fgrad.hessian(f)(1.5)}[transform]()
+    want = {"hessian": 6 * 1.5}.get(transform, 3 * 1.5 ** 2)
+    assert float(got) == pytest.approx(want, rel=1e-15)
