@@ -33,7 +33,7 @@ import numpy as np
 
 from ..api.arguments import describe
 from ..api.pytree import tree_flatten, tree_unflatten
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, get_aval
 from ..core.libraries import current_library, generic_impls
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive, ctx
@@ -368,17 +368,10 @@ def _sum_of_products(how: str, us: Any, vs: Any) -> Any:
     "outer", u_t v_t^T of vectors, for "matmul", u_t^T v_t of matrices; one product
     of the stacked pieces, rather than one per step summed in the loop."""
     if how == "matmul":  # (T, m, k), (T, m, n): rows of all the steps at once
-        t, m, k = us.aval.shape if isinstance(us, UndefinedPrimal) else _shape(us)
-        n = _shape(vs)[-1]
+        t, m, k = get_aval(us).shape
         us = shapes.reshape(us, new_shape=(t * m, k))
-        vs = shapes.reshape(vs, new_shape=(t * m, n))
+        vs = shapes.reshape(vs, new_shape=(t * m, get_aval(vs).shape[-1]))
     return linalg.matmul(shapes.transpose(us, axes=(1, 0)), vs)
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    from ..core.avals import get_aval
-
-    return get_aval(x).shape
 
 
 @cached_per_jaxpr
