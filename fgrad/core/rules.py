@@ -80,7 +80,7 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
-    "emit_rules", "out_rules", "float_rules", "block_rules", "effectful",
+    "emit_rules", "out_rules", "float_rules", "block_rules", "jit_rewrites", "effectful",
     "LARGE_ARRAY_BYTES",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -93,6 +93,9 @@ emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}
 float_rules: dict[Primitive, Callable[..., str | None]] = {}
 block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
+# jit's rewrite of one equation of a primitive (a loop's work moved out of it): the
+# equations to put in its place, or None to keep it (applied by ir.passes.optimize_jaxpr).
+jit_rewrites: dict[Primitive, Callable[[Any], list[Any] | None]] = {}
 effectful: set[Primitive] = set()
 
 

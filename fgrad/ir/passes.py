@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.avals import get_aval
 from ..core.libraries import is_library_array
-from ..core.rules import effectful, jvp_rules
+from ..core.rules import effectful, jit_rewrites, jvp_rules
 from ..core.trace import Primitive
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 
@@ -948,6 +948,24 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 LOOP_BODIES = frozenset({"scan", "while", "cond"})
 
 
+def rewritten(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """`closed` with each equation that its primitive's `jit_rewrites` rule rewrites
+    replaced by the equations the rule gives (`closed` itself when none is)."""
+    eqns, changed = [], False
+    for eqn in closed.jaxpr.eqns:
+        rule = jit_rewrites.get(eqn.primitive)
+        new = None if rule is None or has_effects(eqn) else rule(eqn)
+        if new is None:
+            eqns.append(eqn)
+        else:
+            eqns.extend(new)
+            changed = True
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
+
+
 def optimized_bodies(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     """`closed` with the jaxprs of its loops and conds optimized (`optimize_jaxpr`),
     each keeping its inputs and outputs; `closed` itself when none changes."""
@@ -986,7 +1004,7 @@ def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     >>> print(optimize_jaxpr(fgrad.make_jaxpr(f)(1.0)))
     { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = add b b in (c,) }
     """
-    closed = optimized_bodies(inline_calls(closed), max_rounds)
+    closed = optimized_bodies(inline_calls(rewritten(closed)), max_rounds)
     for _ in range(max_rounds):
         folded = fold_constants(closed)
         simplified = sliced_products(summed_products(identity_products(simplify_jaxpr(folded))))

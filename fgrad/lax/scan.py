@@ -35,7 +35,15 @@ from ..api.arguments import describe
 from ..api.pytree import tree_flatten, tree_unflatten
 from ..core.avals import ShapedArray, get_aval
 from ..core.libraries import current_library, generic_impls
-from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
+from ..core.rules import (
+    Linearization,
+    UndefinedPrimal,
+    batch_rules,
+    block_rules,
+    jit_rewrites,
+    jvp_rules,
+    transpose_rules,
+)
 from ..core.trace import Primitive, ctx
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
@@ -520,6 +528,64 @@ def _scan_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
 
 
 block_rules[scan_p] = _scan_block
+
+
+def _hoisted(eqn: JaxprEqn) -> list[JaxprEqn] | None:
+    """jit's rewrite of a scan: the work of its body that does not depend on the
+    carry (an RNN's x_t @ U, a constant's transpose) leaves the loop, done once for
+    every step by the body's batched form (vmap over the xs), its per-step
+    results scanned as xs and the others given as constants. None where there is
+    nothing to move, or the moved values would take more than a few times the
+    memory of the xs. The result is one jit equation, which jit's passes inline."""
+    from ..transforms.jit import jit_p
+
+    p = eqn.params
+    body, n, nk, nc = p["jaxpr"], p["length"], p["num_consts"], p["num_carry"]
+    j = body.jaxpr
+    if n == 0 or len(j.invars) == nk + nc:
+        return None
+    dependent = set(j.invars[nk:nk + nc])
+    free, rest = [], []
+    for e in j.eqns:
+        if has_effects(e) or any(isinstance(a, Var) and a in dependent for a in e.invars):
+            dependent.update(e.outvars)
+            rest.append(e)
+        else:
+            free.append(e)
+    defined = {v for e in free for v in e.outvars}
+    needed = [a for e in rest for a in e.invars] + list(j.outvars)
+    boundary = list(dict.fromkeys(a for a in needed if isinstance(a, Var) and a in defined))
+    if not boundary:
+        return None
+    outer_ins = [*j.invars[:nk], *j.invars[nk + nc:]]
+    free_body = ClosedJaxpr(Jaxpr(j.constvars, outer_ins, list[Any](boundary), free), body.consts)
+    n_x = len(j.invars) - nk - nc
+    try:
+        batched, per_step = batch_jaxpr(free_body, n, (None,) * nk + (0,) * n_x, False)
+    except NotImplementedError:  # a primitive without a batching rule: leave the loop as it is
+        return None
+    x_size = sum(v.aval.size for v in j.invars[nk + nc:]) * n
+    if sum(v.aval.size for v, b in zip(boundary, per_step) if b) * n > 4 * max(x_size, 1):
+        return None
+    once = [v for v, b in zip(boundary, per_step) if not b]
+    each = [v for v, b in zip(boundary, per_step) if b]
+    new_body = ClosedJaxpr(Jaxpr(j.constvars, [*j.invars[:nk], *once, *j.invars[nk:nk + nc],
+                                               *j.invars[nk + nc:], *each], j.outvars, rest), body.consts)
+
+    def moved_out(*args: Any) -> list[Any]:
+        consts, init, xs = _split(args, nk, nc)
+        made = iter(eval_jaxpr(batched.jaxpr, batched.consts, *consts, *xs))
+        values = [next(made) for _ in boundary]
+        first = [v for v, b in zip(values, per_step) if not b]
+        stacked = [v for v, b in zip(values, per_step) if b]
+        return scan_p.bind(*consts, *first, *init, *xs, *stacked, jaxpr=new_body, length=n,
+                           reverse=p["reverse"], num_consts=nk + len(first), num_carry=nc)
+
+    replacement = trace_to_jaxpr(moved_out, [a.aval for a in eqn.invars], "jit of scan", fresh=True)
+    return [JaxprEqn(jit_p, eqn.invars, eqn.outvars, {"jaxpr": replacement, "name": "scan"}, eqn.source)]
+
+
+jit_rewrites[scan_p] = _hoisted
 
 
 # --- the functions -----------------------------------------------------------

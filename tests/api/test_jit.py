@@ -410,8 +410,8 @@ def test_the_source_begins_with_a_comment_saying_what_each_name_is():
         "# f0: matmul's implementation",
         "# f1: reduce_sum's implementation",
         "# p0: reduce_sum's parameters: axes=(0,)",
+        "# f2: sin's implementation",  # sin(a) needs no carry: it leaves the scan, done for every step at once
         "# k0: 0.0, f64[]",
-        "# f2: sin's implementation, in the body of scan",
         "# k1: 2.0, f64[] (a Python scalar), in the body of scan",
         "# k2: [0., 0., 0.], f64[3]",
         "# k3: 1.0, f64[]",

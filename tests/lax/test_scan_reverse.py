@@ -168,3 +168,35 @@ def test_a_body_with_an_effect_runs_it_once_per_step_in_reverse_mode(capsys):
         return fnp.sum(h)
 
     np.testing.assert_allclose(g, fgrad.grad(loop)(W), rtol=1e-14)
+
+
+def test_jit_moves_the_work_that_needs_no_carry_out_of_the_loop():
+    W, U, xs = rnn_parts(30, 4)
+
+    def run(W, U, xs, reverse):
+        return lax.scan(lambda h, x: (fnp.tanh(h @ W + x @ U), fnp.sin(x) * 2.0), fnp.zeros(4), xs,
+                        reverse=reverse)
+
+    for reverse in (False, True):
+        jitted = fgrad.jit(lambda W, U, xs: run(W, U, xs, reverse))
+        optimized = jitted.lower(W, U, xs).jaxpr.jaxpr
+        outside = [(e.primitive.name, e.outvars[0].aval.shape) for e in optimized.eqns]
+        assert ("matmul", (30, 4)) in outside and ("sin", (30, 2)) in outside, outside  # every step's at once
+        for got, want in zip(jitted(W, U, xs), run(W, U, xs, reverse), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+        g = fgrad.jit(fgrad.grad(lambda U: fnp.sum(run(W, U, xs, reverse)[0])))
+        np.testing.assert_allclose(g(U), fgrad.grad(lambda U: fnp.sum(run(W, U, xs, reverse)[0]))(U), rtol=1e-12)
+
+
+def test_work_whose_results_would_take_much_more_memory_than_the_xs_stays_in_the_loop():
+    xs = np.linspace(0.0, 1.0, 20 * 30).reshape(20, 30)
+    f = fgrad.jit(lambda xs: lax.scan(lambda c, x: (c + fnp.sum(fnp.outer(x, x) * c), None), 1.0, xs)[0])
+    from fgrad.ir.passes import optimize_jaxpr
+
+    optimized = optimize_jaxpr(fgrad.make_jaxpr(f)(xs))
+    shapes = [v.aval.shape for e in optimized.jaxpr.eqns for v in e.outvars]
+    assert (20, 30, 30) not in shapes and "scan" in [e.primitive.name for e in optimized.jaxpr.eqns]  # stays
+    want = 1.0
+    for x in xs:
+        want = want + np.sum(np.outer(x, x) * want)
+    np.testing.assert_allclose(f(xs), want, rtol=1e-12)
