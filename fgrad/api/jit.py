@@ -252,12 +252,7 @@ class Jitted:
             except TypeError:  # an unhashable static value: the full path says so
                 key = entry = None
             if entry is not None and entry.run is not None:
-                token = fp_warnings.enter()
-                try:
-                    outs = entry.run(*entry.consts, *leaves)
-                finally:
-                    fp_warnings.leave(token)
-                return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+                return _run(entry, leaves)
         with user_warnings():
             return self._call(key, args, kwargs)
 
@@ -503,12 +498,7 @@ class _MethodJitted(Jitted):
                 except Exception:  # an array rebound to another of more than one element
                     same = False
                 if same:
-                    token = fp_warnings.enter()
-                    try:
-                        outs = entry.run(*entry.consts, *leaves)
-                    finally:
-                        fp_warnings.leave(token)
-                    return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
+                    return _run(entry, leaves)
         with user_warnings():
             return self._call(key, args, kwargs)
 
@@ -559,6 +549,16 @@ def _check_static(name: str, signature: inspect.Signature, positional: list[insp
             f"static_argnames={names!r} names {unknown}, which {name}{signature} does not take: give the "
             "names of its parameters."
         )
+
+
+def _run(entry: _Entry, leaves: Sequence[Any]) -> Any:
+    """A fast call: the version's generated code on `leaves`, NumPy's warnings from the caller's line."""
+    token = fp_warnings.enter()
+    try:
+        outs = entry.run(*entry.consts, *leaves)  # type: ignore[misc]
+    finally:
+        fp_warnings.leave(token)
+    return tree_unflatten(entry.out_tree, [to_output(o) for o in outs])
 
 
 _SCALAR_TYPES = frozenset({float, int, bool, complex})
