@@ -33,6 +33,7 @@ MODULES = [
     ("fgrad.scipy.integrate", "Integration of samples, and ODEs."),
     ("fgrad.optim", "Functional optimizers on pytrees."),
     ("fgrad.tree_util", "Pytrees: flattening, mapping, registering."),
+    ("fgrad.tree", "The pytree functions under JAX's short names (jax.tree)."),
     ("fgrad.test_util", "Checking derivatives numerically."),
     ("fgrad.debug", "Looking at values and gradients as they flow."),
     ("fgrad.viz", "Pictures of a function's graph, its values and its gradients."),

@@ -14,10 +14,12 @@ from .api.pytree import (
     SequenceKey,
     keystr,
     register_pytree_node,
+    register_pytree_node_class,
     tree_flatten,
     tree_flatten_with_path,
     tree_leaves,
     tree_map,
+    tree_reduce,
     tree_structure,
     tree_unflatten,
 )
@@ -25,5 +27,5 @@ from .api.pytree import (
 __all__ = [
     "PyTreeDef", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure",
     "register_pytree_node", "tree_flatten_with_path", "keystr", "SequenceKey", "DictKey",
-    "GetAttrKey", "FlattenedIndexKey",
+    "GetAttrKey", "FlattenedIndexKey", "tree_reduce", "register_pytree_node_class",
 ]

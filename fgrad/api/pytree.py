@@ -9,16 +9,17 @@ API layer gets there and back. Public as `fgrad.tree_util`.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..core.trace import passthrough_types
 
 __all__ = [
     "PyTreeDef", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
     "tree_structure", "register_pytree_node", "tree_flatten_with_path", "keystr",
-    "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey",
+    "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey", "tree_reduce", "register_pytree_node_class",
 ]
 
 
@@ -50,6 +51,33 @@ def register_pytree_node(
     _registry[nodetype] = _NodeType(
         nodetype.__name__, flatten_func, lambda aux, ch: unflatten_func(aux, ch)
     )
+
+
+T = TypeVar("T", bound=type)
+
+
+def register_pytree_node_class(cls: T) -> T:
+    """A class decorator (JAX's): register `cls` as a pytree node through its own
+    `tree_flatten(self) -> (children, aux_data)` method and
+    `tree_unflatten(cls, aux_data, children)` classmethod. Returns `cls`.
+
+    >>> @register_pytree_node_class
+    ... class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    ...     def tree_flatten(self): return (self.a, self.b), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux, children): return cls(*children)
+    >>> tree_leaves(Pair(1.0, [2.0]))
+    [1.0, 2.0]
+    """
+    for method in ("tree_flatten", "tree_unflatten"):
+        if not callable(getattr(cls, method, None)):
+            raise TypeError(f"register_pytree_node_class: {cls.__name__} has no {method} method; it needs "
+                            "tree_flatten(self) -> (children, aux_data) and a classmethod "
+                            "tree_unflatten(cls, aux_data, children)")
+    unflatten: Callable[[Any, Iterable[Any]], Any] = cls.tree_unflatten  # type: ignore[attr-defined]
+    register_pytree_node(cls, lambda x: x.tree_flatten(), unflatten)
+    return cls
 
 
 def _dict_keys(d: dict[Any, Any]) -> list[Any]:
@@ -276,6 +304,27 @@ def tree_map(
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = [treedef.flatten_up_to(r) for r in rest]
     return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+
+
+_NO_INITIALIZER: Any = object()
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _NO_INITIALIZER,
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """`functools.reduce(function, tree_leaves(tree), initializer)` (JAX's).
+
+    >>> tree_reduce(lambda a, b: a + b, {"w": [1.0, 2.0], "b": 3.0})
+    6.0
+    >>> tree_reduce(max, [3, (1, 4)], 0)
+    4
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        if not leaves:
+            raise TypeError("tree_reduce of a tree with no leaves needs an initializer, as functools.reduce "
+                            "of an empty sequence does")
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
 
 
 # --- key paths: naming leaves in messages -------------------------------------

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import fgrad
+import fgrad.numpy as fnp
 from fgrad.tree_util import (
     keystr,
     register_pytree_node,
@@ -112,3 +114,60 @@ def test_a_structure_is_hashed_once_not_on_every_lookup():
         return min(timeit.repeat(lambda: hash(td), number=200, repeat=5))
 
     assert cost(big) < 10 * cost(small)
+
+
+# --- tree_reduce, register_pytree_node_class, fgrad.tree (JAX's names) -------------
+
+
+def test_tree_reduce_is_functools_reduce_over_the_leaves():
+    import functools
+
+    from fgrad.tree_util import tree_reduce
+
+    tree = {"b": [1.0, (2.0, 3.0)], "a": 4.0}
+    assert tree_reduce(lambda x, y: x * 10 + y, tree) == functools.reduce(lambda x, y: x * 10 + y, [4.0, 1.0, 2.0, 3.0])
+    assert tree_reduce(lambda x, y: x + y, [], 7) == 7
+    assert tree_reduce(lambda x, y: x + [y], [1, [2]], []) == [1, 2]
+    with pytest.raises(TypeError, match="tree_reduce of a tree with no leaves needs an initializer"):
+        tree_reduce(lambda x, y: x + y, {"a": None})
+
+
+def test_register_pytree_node_class_under_the_transformations():
+    from fgrad.tree_util import register_pytree_node_class
+
+    @register_pytree_node_class
+    class Linear:
+        def __init__(self, w, b, name="layer"):
+            self.w, self.b, self.name = w, b, name
+
+        def tree_flatten(self):
+            return (self.w, self.b), self.name
+
+        @classmethod
+        def tree_unflatten(cls, name, children):
+            return cls(*children, name=name)
+
+    layer = Linear(np.array([1.0, 2.0]), 0.5, "first")
+    x = np.array([3.0, -1.0])
+    g = fgrad.grad(lambda m: fnp.sum(m.w * x) + m.b ** 2)(layer)
+    assert isinstance(g, Linear) and g.name == "first"
+    np.testing.assert_array_equal(g.w, x)
+    assert g.b == pytest.approx(1.0)
+    out = fgrad.jit(lambda m: Linear(m.w * 2, m.b, m.name))(layer)
+    np.testing.assert_array_equal(out.w, [2.0, 4.0])
+    with pytest.raises(TypeError, match=r"register_pytree_node_class: NoMethods has no tree_flatten method"):
+        register_pytree_node_class(type("NoMethods", (), {}))
+
+
+def test_fgrad_tree_has_jaxs_short_names_for_the_same_functions():
+    import fgrad.tree as tree
+    from fgrad import tree_util
+
+    t = {"w": [1.0, 2.0], "b": (3.0,)}
+    assert tree.map(lambda x: x + 1, t) == tree_util.tree_map(lambda x: x + 1, t)
+    leaves, treedef = tree.flatten(t)
+    assert leaves == tree_util.tree_leaves(t) == tree.leaves(t)
+    assert tree.unflatten(treedef, leaves) == t and tree.structure(t) == treedef
+    assert tree.reduce(lambda a, b: a + b, t) == 6.0
+    assert [k for k, _ in tree.flatten_with_path(t)[0]] == [k for k, _ in tree_util.tree_flatten_with_path(t)[0]]
+    assert fgrad.tree is tree
