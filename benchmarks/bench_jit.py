@@ -38,11 +38,10 @@ from bench_w3_mlp import loss_fn as mlp_loss
 from bench_w3_mlp import make_problem, manual_value_and_grad
 from bench_w4_w5_jacobians import w4, w4_closed, w5, w5_closed
 from bench_w7_small import N, layer
-from harness import Timing, interleaved, optional_import, ratio, report
+from harness import Timing, check_agree, interleaved, optional_import, ratio, report
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad.tree_util import tree_leaves
 
 W1_TARGET, W7_TARGET, W3_TARGET, ELEMENTWISE_TARGET, W4_W5_TARGET = 2.0, 1.0, 1.0, 0.9, 1.0
 FIRST_CALL_TARGET = 0.25
@@ -74,20 +73,7 @@ def w7_numpy(W: np.ndarray, x: np.ndarray, b: np.ndarray) -> np.ndarray:
 def check_against_eager(title: str, contenders: dict[str, Callable[[], Any]], rtol: float = 1e-9,
                         atol: float = 1e-12) -> None:
     """Every contender's result must match eager fgrad's (leaf by leaf)."""
-    expected = [np.asarray(e) for e in tree_leaves(contenders[EAGER]())]
-    for name, fn in contenders.items():
-        got = [np.asarray(g) for g in tree_leaves(jax_to_numpy(fn()))]
-        if len(got) != len(expected) or not all(
-            np.allclose(g, e, rtol=rtol, atol=atol) for g, e in zip(got, expected)
-        ):
-            raise SystemExit(f"{title}: {name} differs from eager fgrad")
-
-
-def jax_to_numpy(out: Any) -> Any:
-    """Turn JAX arrays (and the tuples and lists around them) into NumPy arrays."""
-    if isinstance(out, (tuple, list)):
-        return type(out)(jax_to_numpy(o) for o in out)
-    return np.asarray(out) if hasattr(out, "__array__") else out
+    check_agree(title, contenders, EAGER, rtol, atol)
 
 
 def compare(title: str, contenders: dict[str, Callable[[], Any]], target_ref: str, target: float,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from harness import interleaved, optional_import, report
+from harness import check_agree, interleaved, optional_import, report
 
 import fgrad
 import fgrad.numpy as fnp
@@ -57,15 +57,6 @@ def loop_loss(np_like: Any) -> Callable[..., Any]:
     return loss
 
 
-def check(contenders: dict[str, Callable[[], Any]], reference: str) -> None:
-    want = contenders[reference]()
-    for name, fn in contenders.items():
-        got = fn()
-        for k in want:
-            if not np.allclose(np.asarray(got[k]), want[k], rtol=1e-9, atol=1e-12):
-                raise SystemExit(f"W8: {name}'s gradient of {k} differs from {reference}'s")
-
-
 def main() -> None:
     print("=" * 72)
     print(f"W8: grad of a {STEPS}-step tanh RNN (hidden {HIDDEN}, batch {BATCH}) written with lax.scan")
@@ -97,7 +88,7 @@ def main() -> None:
             return {k: v.grad.numpy() for k, v in tp.items()}
 
         contenders["torch (loop)"] = torch_grad
-    check(contenders, "fgrad (eager)")
+    check_agree("W8", contenders, "fgrad (eager)")
     jit_base = "jax.jit" if jax is not None else "fgrad (eager)"
     pair = {n: contenders[n] for n in ("fgrad.jit", jit_base)}
     timed = interleaved(pair, repeats=15, number=3, baseline=jit_base)

@@ -179,3 +179,20 @@ def check(name: str, measured: float, limit: float) -> None:
     """Print and record a target that is not a time ratio from `report` (e.g. memory)."""
     TARGETS.append(Target(name, measured, limit))
     print(f"  {name}: {measured:.3f} (target <= {limit:g}): {'PASS' if measured <= limit else 'FAIL'}")
+
+
+def check_agree(title: str, contenders: dict[str, Callable[[], object]], reference: str,
+                rtol: float = 1e-9, atol: float = 1e-12) -> None:
+    """Every contender's result must match `reference`'s, leaf by leaf (a pytree of
+    arrays of any library), before anything is timed; the run stops otherwise."""
+    import numpy as np
+
+    from fgrad.tree_util import tree_leaves
+
+    expected = [np.asarray(e) for e in tree_leaves(contenders[reference]())]
+    for name, fn in contenders.items():
+        got = [np.asarray(g) for g in tree_leaves(fn())]
+        if len(got) != len(expected) or not all(
+            np.allclose(g, e, rtol=rtol, atol=atol) for g, e in zip(got, expected)
+        ):
+            raise SystemExit(f"{title}: {name}'s result differs from {reference}'s")
