@@ -143,24 +143,25 @@ class _Switch:
         leave(self.token)
 
 
+def _handler_modes(modes: dict[str, Any]) -> dict[str, Any] | None:
+    """The modes that hand NumPy's warnings to `reissue` (each "warn" made "call"),
+    or None to leave them: nothing warns, or the user has a handler of their own."""
+    if "warn" not in modes.values() or any(m in ("call", "log") for m in modes.values()):
+        return None
+    return {k: "call" if m == "warn" else m for k, m in modes.items()}
+
+
 def _ours_for(current: Any) -> Any:
     settings: dict[str, Any] = _umath._get_extobj_dict()
-    modes = {k: settings[k] for k in _MODES}
-    if "warn" not in modes.values() or any(m in ("call", "log") for m in modes.values()):
-        return None  # nothing to re-issue, or the user's own handler: leave it
-    return _umath._make_extobj(call=reissue, bufsize=settings["bufsize"],
-                        **{k: "call" if m == "warn" else m for k, m in modes.items()})
+    modes = _handler_modes({k: settings[k] for k in _MODES})
+    return None if modes is None else _umath._make_extobj(call=reissue, bufsize=settings["bufsize"], **modes)
 
 
 def _errstate_switch() -> AbstractContextManager[Any]:
-    modes: dict[str, Any] = dict(np.geterr())
-    if "warn" not in modes.values() or any(m in ("call", "log") for m in modes.values()):
-        return nullcontext()
-    return np.errstate(call=reissue, **{k: "call" if m == "warn" else m for k, m in modes.items()})
+    modes = _handler_modes(dict(np.geterr()))
+    return nullcontext() if modes is None else np.errstate(call=reissue, **modes)
 
 
-user_warnings: Callable[[], AbstractContextManager[Any]] = (
-    _Switch if _extobj_contextvar is not None else _errstate_switch
-)
+user_warnings: Callable[[], AbstractContextManager[Any]] = _Switch
 """`with user_warnings():` around work that runs the user's function or its
 transform: NumPy's warnings inside come from the user's line."""

@@ -108,8 +108,13 @@ def test_nested_transforms_and_errors_inside_leave_no_state_behind():
 def test_the_errstate_path_for_a_numpy_without_the_context_variable(monkeypatch):
     from fgrad.core import fp_warnings
 
-    monkeypatch.setattr(fp_warnings, "user_warnings", fp_warnings._errstate_switch)
-    monkeypatch.setattr("fgrad.api.transformations.user_warnings", fp_warnings._errstate_switch)
+    monkeypatch.setattr(fp_warnings, "_extobj_contextvar", None)  # enter and leave go through np.errstate
+    before = np.geterr()
+    jitted = fgrad.jit(logs_and_roots)
+    for run in (fgrad.grad(logs_and_roots), jitted, jitted):  # a transform, a trace, the generated code
+        seen = caught(lambda: run(np.array([-1.0, 2.0])))  # noqa: B023
+        assert all(filename == __file__ for _, filename, _, _ in seen) and seen, seen
+        assert np.geterr() == before
     seen = caught(lambda: fgrad.grad(logs_and_roots)(np.array([-1.0, 2.0])))
     assert ("invalid value encountered in log", __file__, line_of("fnp.log", logs_and_roots), RuntimeWarning) in seen
     with np.errstate(all="ignore"):
