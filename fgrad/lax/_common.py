@@ -21,8 +21,9 @@ from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..primitives import shapes
 
-__all__ = ["Staged", "stage", "leaves_of", "check_same", "permuted", "with_unused_inputs", "assign",
-           "indented", "stacked", "stack_now", "branch_index", "concrete", "ABSTRACT_ADVICE"]
+__all__ = ["Staged", "stage", "leaves_of", "check_same", "carry_fixpoint", "linear_carries", "depends_on",
+           "permuted", "with_unused_inputs", "assign", "indented", "stacked", "stack_now", "branch_index",
+           "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -108,6 +109,30 @@ def carry_fixpoint(carry_flags: Callable[[list[bool]], Sequence[bool]],
         if grown == flags:
             return flags
         flags = grown
+
+
+def depends_on(jaxpr: Any, inputs: Any) -> list[bool]:
+    """For each output of `jaxpr`: whether it depends on one of the inputs at positions `inputs`."""
+    reached = {jaxpr.invars[i] for i in inputs}
+    for eqn in jaxpr.eqns:
+        if any(a in reached for a in eqn.invars if isinstance(a, Var)):
+            reached.update(eqn.outvars)
+    return [isinstance(v, Var) and v in reached for v in jaxpr.outvars]
+
+
+def linear_carries(jaxpr: ClosedJaxpr, linear: Sequence[bool], num_consts: int,
+                    num_carry: int) -> list[bool]:
+    """The carries a loop's body (inputs: consts, carry, per-step inputs) makes
+    linear: those given linear, and (a fixpoint) those whose update depends on a
+    linear input."""
+    consts, carry, xs = (linear[:num_consts], linear[num_consts:num_consts + num_carry],
+                         linear[num_consts + num_carry:])
+
+    def reached(c: list[bool]) -> list[bool]:
+        flags = [*consts, *c, *xs]
+        return depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])[:num_carry]
+
+    return carry_fixpoint(reached, carry)
 
 
 def permuted(closed: ClosedJaxpr, in_order: Sequence[int],

@@ -13,13 +13,13 @@ numbers of constants of each. Rules:
   (JAX cannot: XLA needs a static number of iterations). Where the
   condition's value is known as the loop runs (under grad, eagerly) the loop
   is unrolled onto the differentiation; under jit or vmap (from the first
-  step where it is not known: vmap may batch a carry partway) the body's jvp is
-  split by partial evaluation, and `while_tape` runs the known part keeping
-  the residuals on a tape whose length is found at run time, which
-  `while_tangents` and its transpose `while_cotangents` run the linear part
-  over. Memory grows with the number of iterations times the residuals of
-  one (use `checkpoint` on the body to keep only its inputs). Under jit, a
-  second derivative through the tape raises;
+  step where it is not known: vmap may batch a carry partway) the body is
+  linearized, `while_tape` runs the known part keeping the residuals on a
+  tape whose length is found at run time, and `tape_scan` runs the linear
+  part over the tape (its transpose: a `tape_scan` the other way). Both have
+  every rule, so derivatives of any order work under jit and vmap too.
+  Memory grows with the number of iterations times the residuals of one
+  (use `checkpoint` on the body to keep only its inputs);
 * vmap batches the carry to a fixpoint; with a batched condition the loop
   runs until every example is done, each example's carry updated only while
   its own condition holds.
@@ -60,8 +60,10 @@ from ._common import (
     carry_fixpoint,
     check_same,
     concrete,
+    depends_on,
     indented,
     leaves_of,
+    linear_carries,
     permuted,
     stacked,
     stage,
@@ -160,123 +162,362 @@ def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[A
         carry = run_on(trace, body_jaxpr, [*bc, *carry])
 
 
-# --- reverse mode where the condition is not known: a tape of residuals ----------
+# --- reverse mode where the condition is not known: tapes of residuals -----------
 #
 # Under jit (or vmap) the number of iterations is known only when the code
-# runs. The body's jvp is split by partial evaluation into a known part
-# (primal carry -> next primal carry and that step's residuals) and a linear
-# part (residuals, tangents -> next tangents). `while_tape` runs the known part
-# as a loop and keeps each step's residuals in a Python list, carried as a 0-d
-# object array (so every pass over avals treats it as one value);
-# `while_tangents` applies the linear part over the tape, and its transpose,
-# `while_cotangents`, applies the transposed linear part over the tape in
-# reverse, summing the constants' cotangents.
+# runs. The body is linearized (linearize_jaxpr) into a known part (primal
+# carry -> next primal carry and that step's residuals) and a linear part
+# (residuals, tangents -> next tangents). `while_tape` runs the known part as
+# the loop and keeps each step's residuals on a *tape*: one value whose
+# abstract value is `TAPE` (a 0-d object array holding the list of steps, so
+# every pass over avals treats it as one value) and whose length is found at
+# run time. `tape_scan` is a scan over tapes: a loop over their steps (forward
+# or backward) carrying a carry and making tapes of per-step outputs; the
+# linear part runs as one, and it transposes to one the other way.
+#
+# Both have every rule, so derivatives of any order work: the jvp of a loop
+# over a tape is the loop of its body's jvp over the tape and the tape's
+# tangent (a tape of the residuals' tangents); its linearization is a loop of
+# the known part that keeps a tape of its own, and a linear loop over both.
+# A zero tape (a tape's symbolic zero, made by `zero_tape`) has zeros at every
+# step; a loop's length is that of its first tape, always a real one (the
+# residuals of a known part).
 
-_TAPE = ShapedArray((), np.dtype(object))
+TAPE = ShapedArray((), np.dtype(object))
 
 
-def _steps(tape: Any) -> list[Any]:
-    """The steps a tape holds. Zeros of the tape's aval, which a batched cond
-    passes to the branch it did not take, stand for a loop of no steps. A
-    scan's step of a stack of tapes (its residuals) is NumPy's element itself,
-    the list."""
-    steps = tape[()] if isinstance(tape, np.ndarray) else tape
-    return list(steps or [])
+class Tape:
+    """A tape's value: the steps of a loop, each a list of arrays (None for the
+    zero tape). Tapes add step by step, and a zero (of the tape's aval, as
+    reverse mode starts a cotangent) adds as nothing, so cotangents of tapes
+    accumulate as any other's."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: list[list[Any]] | None) -> None:
+        self.steps = steps
+
+    def __add__(self, other: Any) -> Tape:
+        theirs = other.steps if isinstance(other, Tape) else None
+        if theirs is None or self.steps is None:
+            return self if theirs is None else other
+        assert len(theirs) == len(self.steps), "tapes of one loop have its number of steps"
+        return Tape([[a + b for a, b in zip(s, t)] for s, t in zip(self.steps, theirs)])
+
+    __radd__ = __add__
+
+    def __repr__(self) -> str:
+        return "Tape(zeros)" if self.steps is None else f"Tape({len(self.steps)} steps)"
 
 
-def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
-               body_nconsts: int) -> list[Any]:
+def _tape(steps: list[list[Any]] | None) -> Any:
+    tape = np.empty((), object)
+    tape[()] = Tape(steps)
+    return tape
+
+
+def zero_tape() -> Any:
+    """The zero of a tape: zeros at every step, of any length."""
+    return _tape(None)
+
+
+def _steps(tape: Any) -> list[Any] | None:
+    """The steps a tape holds, or None for a zero tape. A scan's step of a stack
+    of tapes (its residuals) is NumPy's element itself, the Tape; zeros of
+    the tape's aval (`d.zeros`: a batched cond's branch not taken, the start
+    of a cotangent) are a zero tape too."""
+    value = tape[()] if isinstance(tape, np.ndarray) else tape
+    return value.steps if isinstance(value, Tape) else None
+
+
+def _tapes(steps: Sequence[Sequence[Any]], sizes: Sequence[int]) -> list[Any]:
+    """Steps of outputs as tapes: tape k holds `sizes[k]` of each step's outputs."""
+    tapes, start = [], 0
+    for size in sizes:
+        tapes.append(_tape([list(step[start:start + size]) for step in steps]))
+        start += size
+    return tapes
+
+
+def _tape_impl(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+               body_nconsts: int, tape_sizes: tuple[int, ...]) -> list[Any]:
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    test, step = runner(cond_jaxpr), runner(known_jaxpr)
+    test, step = runner(cond_jaxpr), runner(body_jaxpr)
     n, steps = len(carry), []
     while test(*cc, *carry)[0]:
         outs = step(*bc, *carry)
         carry = outs[:n]
         steps.append(outs[n:])
-    tape = np.empty((), object)
-    tape[()] = steps
-    return [*carry, tape]
+    return [*carry, *_tapes(steps, tape_sizes)]
 
 
-def _tape_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, known_jaxpr: ClosedJaxpr, cond_nconsts: int,
-               body_nconsts: int) -> list[ShapedArray]:
+def _tape_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+               body_nconsts: int, tape_sizes: tuple[int, ...]) -> list[ShapedArray]:
     cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
     check_operands("while_tape (its condition)", cc + carry, cond_jaxpr)
-    check_operands("while_tape (its body)", bc + carry, known_jaxpr)
-    return [*carry, _TAPE]
+    check_operands("while_tape (its body)", bc + carry, body_jaxpr)
+    assert len(body_jaxpr.out_avals) == len(carry) + sum(tape_sizes), "a body returns its carry, then a step"
+    return [*carry, *[TAPE] * len(tape_sizes)]
 
 
 while_tape_p = Primitive("while_tape", _tape_impl, _tape_aval, multiple_results=True)
-generic_impls.add(while_tape_p)  # the tape is NumPy's object array on any library: a list of their arrays
+generic_impls.add(while_tape_p)  # a tape is NumPy's object array on any library: a list of their arrays
 
 
-def _tangents_impl(tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
-    consts, carry = list(args[:num_consts]), list(args[num_consts:])
-    step = runner(linear_jaxpr)
-    for res in _steps(tape):
-        carry = step(*res, *consts, *carry)
-    return carry
+def _split_scan(args: Sequence[Any], num_consts: int, num_carry: int) -> Parts:
+    carry_end = num_consts + num_carry
+    return list(args[:num_consts]), list(args[num_consts:carry_end]), list(args[carry_end:])
 
 
-def _tangents_aval(tape: ShapedArray, *avals: ShapedArray, linear_jaxpr: ClosedJaxpr,
-                   num_consts: int) -> list[ShapedArray]:
-    return list(avals[num_consts:])
+def _tape_scan_impl(*args: Any, jaxpr: ClosedJaxpr, reverse: bool, num_consts: int, num_carry: int,
+                    x_sizes: tuple[int, ...], y_sizes: tuple[int, ...]) -> list[Any]:
+    consts, carry, tapes = _split_scan(args, num_consts, num_carry)
+    first = _steps(tapes[0])
+    n = len(first) if first is not None else 0  # a zero tape first: a branch not taken, its result unused
+    step_avals, columns, start = jaxpr.in_avals[num_consts + num_carry:], [], 0
+    for tape, size in zip(tapes, x_sizes):
+        steps = _steps(tape)
+        if steps is None:
+            steps = [[d.zeros_now(a) for a in step_avals[start:start + size]]] * n
+        columns.append(steps)
+        start += size
+    step = runner(jaxpr)
+    ys: list[Any] = [None] * n
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        outs = step(*consts, *carry, *(x for steps in columns for x in steps[i]))
+        carry, ys[i] = outs[:num_carry], outs[num_carry:]
+    return [*carry, *_tapes(ys, y_sizes)]
 
 
-while_tangents_p = Primitive("while_tangents", _tangents_impl, _tangents_aval, multiple_results=True)
-generic_impls.add(while_tangents_p)
+def _tape_scan_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, reverse: bool, num_consts: int, num_carry: int,
+                    x_sizes: tuple[int, ...], y_sizes: tuple[int, ...]) -> list[ShapedArray]:
+    consts, carry, tapes = _split_scan(avals, num_consts, num_carry)
+    assert tapes and all(t == TAPE for t in tapes), "a tape_scan loops over tapes, the first gives its length"
+    step_avals = jaxpr.in_avals[num_consts + num_carry:]
+    assert len(step_avals) == sum(x_sizes) and len(jaxpr.out_avals) == num_carry + sum(y_sizes)
+    check_operands("tape_scan (its body)", [*consts, *carry, *step_avals], jaxpr)
+    return [*carry, *[TAPE] * len(y_sizes)]
 
 
-def _cotangents_impl(tape: Any, *cts: Any, transposed_jaxpr: ClosedJaxpr, num_consts: int) -> list[Any]:
-    """The cotangents of the constants (summed over the steps), then of the
-    initial carry, from those of the final carry."""
-    step = runner(transposed_jaxpr)
-    consts: list[Any] | None = None
-    carry = list(cts)
-    for res in reversed(_steps(tape)):
-        outs = step(*res, *carry)
-        step_consts, carry = outs[:num_consts], outs[num_consts:]
-        consts = step_consts if consts is None else [a + b for a, b in zip(consts, step_consts)]
-    if consts is None:  # no iteration: nothing reaches the constants
-        consts = [d.zeros_now(a) for a in transposed_jaxpr.out_avals[:num_consts]]
-    return [*consts, *carry]
+tape_scan_p = Primitive("tape_scan", _tape_scan_impl, _tape_scan_aval, multiple_results=True)
+generic_impls.add(tape_scan_p)
 
 
-def _cotangents_aval(tape: ShapedArray, *avals: ShapedArray, transposed_jaxpr: ClosedJaxpr,
-                     num_consts: int) -> list[ShapedArray]:
-    return transposed_jaxpr.out_avals
+def _instantiated(tangents: Sequence[Any], avals: Sequence[ShapedArray],
+                  nonzeros: Sequence[bool]) -> list[Any]:
+    """The tangents marked in `nonzeros`, zeros where a tangent is None."""
+    return [d.zeros(a.strip_weak_type()) if t is None else t
+            for t, a, nz in zip(tangents, avals, nonzeros) if nz]
 
 
-while_cotangents_p = Primitive("while_cotangents", _cotangents_impl, _cotangents_aval, multiple_results=True)
-generic_impls.add(while_cotangents_p)
+def _per_step(tangents: Sequence[Any], sizes: Sequence[int]) -> list[bool]:
+    """For each value of a step: whether its tape has a tangent."""
+    return [t is not None for t, size in zip(tangents, sizes) for _ in range(size)]
 
 
-def _tangents_transpose(cts: list[Any], tape: Any, *args: Any, linear_jaxpr: ClosedJaxpr,
-                        num_consts: int) -> list[Any]:
-    # Every operand but the tape is a tangent; one that is not linear here is
-    # a carry's tangent instantiated as zeros, and gets no cotangent.
-    linear = [type(a) is UndefinedPrimal for a in args]
-    num_res = len(linear_jaxpr.in_avals) - len(args)
-    transposed = transpose_jaxpr(linear_jaxpr, (False,) * num_res + (True,) * len(args))
-    filled = [d.zeros(a) if ct is None else ct for ct, a in zip(cts, linear_jaxpr.out_avals)]
-    cts_in = while_cotangents_p.bind(tape, *filled, transposed_jaxpr=transposed, num_consts=num_consts)
-    return [None, *(ct if lin else None for ct, lin in zip(cts_in, linear))]
+def _tape_scan_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, reverse: bool,
+                   num_consts: int, num_carry: int, x_sizes: tuple[int, ...],
+                   y_sizes: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+    # The loop of the body's jvp over the tapes and their tangents, making the
+    # tapes of the outputs and of their tangents (every step's, zeros included).
+    nk, nc, n_ys = num_consts, num_carry, sum(y_sizes)
+    consts, init, tapes = _split_scan(primals, nk, nc)
+    const_t, init_t, tapes_t = _split_scan(tangents, nk, nc)
+    const_nz, xs_nz = [t is not None for t in const_t], _per_step(tapes_t, x_sizes)
+    carry_nz = carry_fixpoint(
+        lambda nz: jvp_jaxpr(jaxpr, tuple(const_nz + nz + xs_nz), tuple(nz) + (False,) * n_ys)[1][:nc],
+        [t is not None for t in init_t])
+    if not any(carry_nz) and not any(const_nz) and not any(xs_nz):
+        return tape_scan_p.bind(*primals, jaxpr=jaxpr, reverse=reverse, num_consts=nk, num_carry=nc,
+                                x_sizes=x_sizes, y_sizes=y_sizes), [None] * (nc + len(y_sizes))
+    body_jvp, _ = jvp_jaxpr(jaxpr, tuple(const_nz + carry_nz + xs_nz), tuple(carry_nz) + (True,) * n_ys)
+    nx, nkt, nct, nxt = sum(x_sizes), sum(const_nz), sum(carry_nz), sum(xs_nz)
+    base = nk + nc + nx  # the jvp takes (consts, carry, xs, their tangents), returns (carry, ys, theirs)
+    in_order = [*range(nk), *range(base, base + nkt), *range(nk, nk + nc),
+                *range(base + nkt, base + nkt + nct), *range(nk + nc, base),
+                *range(base + nkt + nct, base + nkt + nct + nxt)]
+    out_order = [*range(nc), *range(nc + n_ys, nc + n_ys + nct), *range(nc, nc + n_ys),
+                 *range(nc + n_ys + nct, nc + 2 * n_ys + nct)]
+    outs = tape_scan_p.bind(
+        *consts, *(t for t in const_t if t is not None), *init,
+        *_instantiated(init_t, jaxpr.in_avals[nk:], carry_nz), *tapes, *(t for t in tapes_t if t is not None),
+        jaxpr=permuted(body_jvp, in_order, out_order), reverse=reverse, num_consts=nk + nkt,
+        num_carry=nc + nct, x_sizes=(*x_sizes, *(s for s, t in zip(x_sizes, tapes_t) if t is not None)),
+        y_sizes=(*y_sizes, *y_sizes))
+    carry_t, ny = iter(outs[nc:nc + nct]), len(y_sizes)
+    return [*outs[:nc], *outs[nc + nct:nc + nct + ny]], \
+        [*(next(carry_t) if nz else None for nz in carry_nz), *outs[nc + nct + ny:]]
 
 
-transpose_rules[while_tangents_p] = _tangents_transpose
+def _tape_scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                         jaxpr: ClosedJaxpr, reverse: bool, num_consts: int, num_carry: int,
+                         x_sizes: tuple[int, ...], y_sizes: tuple[int, ...]) -> Pair:
+    # The known part runs now over the tapes, keeping a tape of its residuals
+    # too; the linear part is staged as a loop over that tape and the tangents'.
+    nk, nc, n_ys = num_consts, num_carry, sum(y_sizes)
+    consts, init, tapes = _split_scan(primals, nk, nc)
+    const_t, init_t, tapes_t = _split_scan(tangents, nk, nc)
+    const_nz, xs_nz = [t is not None for t in const_t], _per_step(tapes_t, x_sizes)
+    carry_nz = carry_fixpoint(
+        lambda nz: linearize_jaxpr(jaxpr, tuple(const_nz + nz + xs_nz), tuple(nz) + (False,) * n_ys)[2][:nc],
+        [t is not None for t in init_t])
+    if not any(carry_nz) and not any(const_nz) and not any(xs_nz):
+        return tape_scan_p.bind(*primals, jaxpr=jaxpr, reverse=reverse, num_consts=nk, num_carry=nc,
+                                x_sizes=x_sizes, y_sizes=y_sizes), [None] * (nc + len(y_sizes))
+    known, linear, _, num_res = linearize_jaxpr(jaxpr, tuple(const_nz + carry_nz + xs_nz),
+                                                tuple(carry_nz) + (True,) * n_ys)
+    outs = tape_scan_p.bind(*consts, *init, *tapes, jaxpr=known, reverse=reverse, num_consts=nk, num_carry=nc,
+                            x_sizes=x_sizes, y_sizes=(*y_sizes, num_res))
+    nkt, nct = sum(const_nz), sum(carry_nz)
+    # linear takes (residuals, const tangents, carry tangents, x tangents): its loop (const
+    # tangents, carry tangents, the residuals' tape then the tangents' tapes).
+    r = num_res
+    order = [*range(r, r + nkt), *range(r + nkt, r + nkt + nct), *range(r),
+             *range(r + nkt + nct, len(linear.in_avals))]
+    t_outs = trace.stage(tape_scan_p, [
+        *(t for t in const_t if t is not None), *_instantiated(init_t, jaxpr.in_avals[nk:], carry_nz),
+        outs[-1], *(t for t in tapes_t if t is not None)], {
+        "jaxpr": permuted(linear, order), "reverse": reverse, "num_consts": nkt, "num_carry": nct,
+        "x_sizes": (r, *(s for s, t in zip(x_sizes, tapes_t) if t is not None)), "y_sizes": y_sizes})
+    carry_t = iter(t_outs[:nct])
+    return outs[:-1], [*(next(carry_t) if nz else None for nz in carry_nz), *t_outs[nct:]]
 
 
-def _no_higher_order(primals: list[Any], tangents: list[Any], **params: Any) -> Any:
-    raise NotImplementedError(
-        "a second derivative through fgrad.lax.while_loop under jit (or vmap) is not supported: "
-        "fgrad differentiates its tape of residuals once. Take the higher derivatives outside jit, "
-        "where the loop is unrolled as it runs."
-    )
+def _tape_scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, reverse: bool, num_consts: int,
+                         num_carry: int, x_sizes: tuple[int, ...], y_sizes: tuple[int, ...]) -> list[Any]:
+    # Linear in its carry, some constants and some tapes (the others, residuals,
+    # known): a loop the other way over the known tapes and the output tapes'
+    # cotangents, carrying the carry's cotangent and the sums of the linear
+    # constants', and making the tapes of the linear tapes' cotangents.
+    nk, nc = num_consts, num_carry
+    consts, init, tapes = _split_scan(args, nk, nc)
+    const_lin = [type(a) is UndefinedPrimal for a in consts]
+    tape_lin = [type(a) is UndefinedPrimal for a in tapes]
+    if tape_lin[0]:
+        raise NotImplementedError("the transpose of a loop over tapes linear in its first tape, which gives "
+                                  "its length: fgrad's loops keep their residuals' tape first")
+    xs_lin = [lin for lin, size in zip(tape_lin, x_sizes) for _ in range(size)]
+    init_lin = [type(a) is UndefinedPrimal for a in init]
+    carry_lin = linear_carries(jaxpr, [*const_lin, *init_lin, *xs_lin], nk, nc)
+    if not all(carry_lin):
+        raise NotImplementedError("the transpose of a loop over tapes whose carry is partly not linear: "
+                                  "differentiate it by linearizing it (grad, vjp) instead")
+    body = _transposed_tape_body(jaxpr, (*const_lin, *[True] * nc, *xs_lin), nk, nc, x_sizes)
+    lin_const_avals = [a.aval for a, lin in zip(consts, const_lin) if lin]
+    ct_carry = [d.zeros(a) if ct is None else ct for ct, a in zip(cts[:nc], jaxpr.out_avals[:nc])]
+    ct_tapes = [zero_tape() if ct is None else ct for ct in cts[nc:]]
+    outs = tape_scan_p.bind(
+        *(c for c, lin in zip(consts, const_lin) if not lin), *(d.zeros(a) for a in lin_const_avals),
+        *ct_carry, *(t for t, lin in zip(tapes, tape_lin) if not lin), *ct_tapes, jaxpr=body,
+        reverse=not reverse, num_consts=const_lin.count(False), num_carry=len(lin_const_avals) + nc,
+        x_sizes=(*(s for s, lin in zip(x_sizes, tape_lin) if not lin), *y_sizes),
+        y_sizes=tuple(s for s, lin in zip(x_sizes, tape_lin) if lin))
+    n_lc = len(lin_const_avals)
+    sums, ct_init, ct_xs = iter(outs[:n_lc]), outs[n_lc:n_lc + nc], iter(outs[n_lc + nc:])
+    return [*(next(sums) if lin else None for lin in const_lin),
+            *(ct if lin else None for ct, lin in zip(ct_init, init_lin)),
+            *(next(ct_xs) if lin else None for lin in tape_lin)]
 
 
-_TAPE_PRIMITIVES = (while_tape_p, while_tangents_p, while_cotangents_p)
-for _p in _TAPE_PRIMITIVES:
-    jvp_rules[_p] = _no_higher_order
+@cached_per_jaxpr
+def _transposed_tape_body(jaxpr: ClosedJaxpr, linear: tuple[bool, ...], num_consts: int, num_carry: int,
+                          x_sizes: tuple[int, ...]) -> ClosedJaxpr:
+    """The body of a transposed tape_scan: (known consts, sums of the linear
+    consts' cotangents, the carry's cotangent, a step of the known tapes, a step
+    of the ys' cotangents) -> (the sums updated, the cotangent of the carry
+    before the step, the step of the linear tapes' cotangents)."""
+    nk, nc = num_consts, num_carry
+    transposed = transpose_jaxpr(jaxpr, linear)
+    const_avals, carry_avals, x_avals = _split_scan(jaxpr.in_avals, nk, nc)
+    known_c = [a for a, lin in zip(const_avals, linear[:nk]) if not lin]
+    lin_c = [a for a, lin in zip(const_avals, linear[:nk]) if lin]
+    known_x = [a for a, lin in zip(x_avals, linear[nk + nc:]) if not lin]
+    counts = [len(known_c), len(lin_c), nc, len(known_x)]
+
+    def body(*args: Any) -> list[Any]:
+        a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
+        kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
+        outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
+        n_s = len(sums)
+        return [*(ew.add(s, t) for s, t in zip(sums, outs[:n_s])), *outs[n_s:]]
+
+    return trace_to_jaxpr(body, [*known_c, *lin_c, *carry_avals, *known_x, *jaxpr.out_avals[nc:]],
+                          "transpose of a loop over tapes", fresh=True)
+
+
+def _tape_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
+              cond_nconsts: int, body_nconsts: int, tape_sizes: tuple[int, ...]) -> Pair:
+    # The loop of the body's jvp, keeping the residuals' tangents on tapes of their own.
+    cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
+    _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
+    nb, nc, n_res, nt = len(bc), len(init), sum(tape_sizes), len(tape_sizes)
+    const_nz = [t is not None for t in bct]
+    carry_nz = carry_fixpoint(
+        lambda nz: jvp_jaxpr(body_jaxpr, tuple(const_nz + nz), tuple(nz) + (False,) * n_res)[1][:nc],
+        [t is not None for t in initt])
+    if not any(carry_nz) and not any(const_nz):
+        return while_tape_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                                 cond_nconsts=cond_nconsts, body_nconsts=body_nconsts,
+                                 tape_sizes=tape_sizes), [None] * (nc + nt)
+    body_jvp, _ = jvp_jaxpr(body_jaxpr, tuple(const_nz + carry_nz), tuple(carry_nz) + (True,) * n_res)
+    nbt, nct = sum(const_nz), sum(carry_nz)
+    in_order = [*range(nb), *range(nb + nc, nb + nc + nbt), *range(nb, nb + nc),
+                *range(nb + nc + nbt, nb + nc + nbt + nct)]
+    out_order = [*range(nc), *range(nc + n_res, nc + n_res + nct), *range(nc, nc + n_res),
+                 *range(nc + n_res + nct, nc + 2 * n_res + nct)]
+    tangent_avals = [a.strip_weak_type() for a, nz in zip(body_jaxpr.out_avals, carry_nz) if nz]
+    outs = while_tape_p.bind(
+        *cc, *bc, *(t for t in bct if t is not None), *init,
+        *_instantiated(initt, body_jaxpr.out_avals, carry_nz),
+        cond_jaxpr=with_unused_inputs(cond_jaxpr, [], tangent_avals),
+        body_jaxpr=permuted(body_jvp, in_order, out_order), cond_nconsts=cond_nconsts, body_nconsts=nb + nbt,
+        tape_sizes=(*tape_sizes, *tape_sizes))
+    carry_t = iter(outs[nc:nc + nct])
+    return [*outs[:nc], *outs[nc + nct:nc + nct + nt]], \
+        [*(next(carry_t) if nz else None for nz in carry_nz), *outs[nc + nct + nt:]]
+
+
+def _tape_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                    cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int,
+                    tape_sizes: tuple[int, ...]) -> Pair:
+    """Reverse mode of a loop whose condition is not known now: the known part of
+    the body runs as a `while_tape`, keeping a tape of its residuals (after the
+    tapes the loop keeps already), and the linear part is staged as a
+    `tape_scan` over that tape (making the tangents of those tapes)."""
+    cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
+    _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
+    nc, n_res, nt = len(init), sum(tape_sizes), len(tape_sizes)
+    const_nz = [t is not None for t in bct]
+    # Found by linearizing, not by a jvp: a custom_vjp in the body has no jvp.
+    carry_nz = carry_fixpoint(
+        lambda nz: linearize_jaxpr(body_jaxpr, tuple(const_nz + nz), tuple(nz) + (False,) * n_res)[2][:nc],
+        [t is not None for t in initt])
+    if not any(carry_nz) and not (any(const_nz) and n_res):
+        if not tape_sizes:  # a while_loop with no tangent through it
+            return while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                                cond_nconsts=cond_nconsts, body_nconsts=body_nconsts), [None] * nc
+        outs = while_tape_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                                 cond_nconsts=cond_nconsts, body_nconsts=body_nconsts, tape_sizes=tape_sizes)
+        return outs, [None] * (nc + nt)
+    known, linear, _, num_res = linearize_jaxpr(body_jaxpr, tuple(const_nz + carry_nz),
+                                                tuple(carry_nz) + (True,) * n_res)
+    outs = while_tape_p.bind(*cc, *bc, *init, cond_jaxpr=cond_jaxpr, body_jaxpr=known,
+                             cond_nconsts=cond_nconsts, body_nconsts=body_nconsts,
+                             tape_sizes=(*tape_sizes, num_res))
+    nbt, nct = sum(const_nz), sum(carry_nz)
+    r = num_res  # linear takes (residuals, const tangents, carry tangents)
+    order = [*range(r, r + nbt), *range(r + nbt, r + nbt + nct), *range(r)]
+    t_outs = trace.stage(tape_scan_p, [*(t for t in bct if t is not None),
+                                       *_instantiated(initt, body_jaxpr.out_avals, carry_nz), outs[-1]], {
+        "jaxpr": permuted(linear, order), "reverse": False, "num_consts": nbt, "num_carry": nct,
+        "x_sizes": (r,), "y_sizes": tape_sizes})
+    carry_t = iter(t_outs[:nct])
+    return outs[:-1], [*(next(carry_t) if nz else None for nz in carry_nz), *t_outs[nct:]]
+
+
+jvp_rules[while_tape_p] = Linearization(_tape_jvp, _tape_linearize)
+jvp_rules[tape_scan_p] = Linearization(_tape_scan_jvp, _tape_scan_linearize)
+transpose_rules[tape_scan_p] = _tape_scan_transpose
 
 
 def _example(x: Any, dim: int, b: int) -> Any:
@@ -287,9 +528,49 @@ def _example(x: Any, dim: int, b: int) -> Any:
     return shapes.reshape(one, new_shape=shape[:dim] + shape[dim + 1:])
 
 
-def _loop_batch(prim: Primitive) -> Callable[..., Any]:
+def _steps_vary(jaxpr: ClosedJaxpr, flags: Sequence[bool], num_consts: int, num_carry: int) -> list[bool]:
+    """Which outputs of a loop's body (carry, then a step's outputs) differ between
+    examples, given which inputs (consts, carry, a step's inputs) do: the
+    carries to a fixpoint."""
+    carry = linear_carries(jaxpr, flags, num_consts, num_carry)
+    full = [*flags[:num_consts], *carry, *flags[num_consts + num_carry:]]
+    return depends_on(jaxpr.jaxpr, [i for i, f in enumerate(full) if f])
+
+
+def _tape_scan_varies(varies: list[bool], *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int,
+                      x_sizes: tuple[int, ...], y_sizes: tuple[int, ...], **_: Any) -> list[bool]:
+    consts, carry, tapes = _split_scan(varies, num_consts, num_carry)
+    if tapes[0]:  # the examples' loops have lengths of their own
+        return [True] * (num_carry + len(y_sizes))
+    outs = _steps_vary(jaxpr, [*consts, *carry, *_per_step([True if v else None for v in tapes], x_sizes)],
+                       num_consts, num_carry)
+    return [*outs[:num_carry], *_tapes_vary(outs[num_carry:], y_sizes)]
+
+
+def _tape_varies(varies: list[bool], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                 body_nconsts: int, tape_sizes: tuple[int, ...]) -> list[bool]:
+    cc, bc, carry = _split(varies, cond_nconsts, body_nconsts)
+    nc = len(carry)
+    carry = linear_carries(body_jaxpr, [*bc, *carry], len(bc), nc)
+    if any(depends_on(cond_jaxpr.jaxpr, [i for i, f in enumerate([*cc, *carry]) if f])):
+        return [True] * (nc + len(tape_sizes))  # the examples stop at steps of their own
+    outs = _steps_vary(body_jaxpr, [*bc, *carry], len(bc), nc)
+    return [*outs[:nc], *_tapes_vary(outs[nc:], tape_sizes)]
+
+
+def _tapes_vary(step_varies: Sequence[bool], sizes: Sequence[int]) -> list[bool]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(any(step_varies[start:start + size]))
+        start += size
+    return out
+
+
+def _loop_batch(prim: Primitive, varies: Callable[..., list[bool]]) -> Callable[..., Any]:
     """vmap by running `prim` once per example (each its own number of
-    iterations) and stacking the results, tapes included."""
+    iterations) and stacking the results, tapes included; a result that does
+    not depend on a batched input (`varies`) is the same for every example,
+    and stays unbatched."""
 
     def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[list[Any], list[Any]]:
         size = batching.batch_size(args, dims)
@@ -297,41 +578,23 @@ def _loop_batch(prim: Primitive) -> Callable[..., Any]:
         for b in range(size):
             one = [x if dim is None else _example(x, dim, b) for x, dim in zip(args, dims)]
             per_example.append(prim.bind(*one, **params))
-        outs = [stacked(list(outs)) for outs in zip(*per_example)]
-        return outs, [0] * len(outs)
+        batched = varies([dim is not None for dim in dims], **params)
+        outs = [stacked(list(outs)) if v else outs[0] for outs, v in zip(zip(*per_example), batched)]
+        return outs, [0 if v else None for v in batched]
 
     return rule
 
 
-for _p in _TAPE_PRIMITIVES:
-    batch_rules[_p] = _loop_batch(_p)
+batch_rules[while_tape_p] = _loop_batch(while_tape_p, _tape_varies)
+batch_rules[tape_scan_p] = _loop_batch(tape_scan_p, _tape_scan_varies)
 
 
 def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: list[Any],
                          cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
                          body_nconsts: int) -> Pair:
-    cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
-    _, bct, initt = _split(tangents, cond_nconsts, body_nconsts)
-    const_nz = [t is not None for t in bct]
-    # Found by linearizing, not by _body_jvp: a custom_vjp in the body has no jvp.
-    carry_nz = carry_fixpoint(lambda nz: linearize_jaxpr(body_jaxpr, tuple(const_nz + nz), False)[2],
-                               [t is not None for t in initt])
-    nc, nbt = len(init), sum(const_nz)
-    if not sum(carry_nz):
-        outs = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
-                            body_nconsts=body_nconsts)
-        return outs, [None] * nc
-    known, linear, out_nonzeros, _ = linearize_jaxpr(body_jaxpr, tuple(const_nz) + tuple(carry_nz),
-                                                     tuple(carry_nz))
-    assert list(out_nonzeros) == list(carry_nz), "the carry's tangents are a fixpoint"
-    outs = while_tape_p.bind(*cc, *bc, *init, cond_jaxpr=cond_jaxpr, known_jaxpr=known,
-                             cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
-    carry, tape = outs[:nc], outs[nc]
-    init_t = [t if t is not None else d.zeros_like_value(x) for x, t, nz in zip(init, initt, carry_nz) if nz]
-    t_outs = trace.stage(while_tangents_p, [tape, *(t for t in bct if t is not None), *init_t],
-                         {"linear_jaxpr": linear, "num_consts": nbt})
-    it = iter(t_outs)
-    return carry, [next(it) if nz else None for nz in carry_nz]
+    # A while_loop is a loop keeping no tape of its own.
+    return _tape_linearize(trace, primals, tangents, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                           cond_nconsts=cond_nconsts, body_nconsts=body_nconsts, tape_sizes=())
 
 
 jvp_rules[while_p] = Linearization(_while_jvp, _while_linearize)

@@ -66,8 +66,10 @@ from ._common import (
     carry_fixpoint,
     check_same,
     concrete,
+    depends_on,
     indented,
     leaves_of,
+    linear_carries,
     permuted,
     stack_now,
     stacked,
@@ -258,7 +260,7 @@ def _split_body(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...], num_consts: int,
     nz = tuple(const_nz + carry_nz + xs_nz)
     known, linear, out_nz, num_res = linearize_jaxpr(jaxpr, nz, tuple(carry_nz) + (False,) * n_ys)
     n_out = nc + n_ys
-    fixed = [not v for v in _depends_on(known.jaxpr, range(nk, len(known.in_avals)))[n_out:]]
+    fixed = [not v for v in depends_on(known.jaxpr, range(nk, len(known.in_avals)))[n_out:]]
     if any(has_effects(e) for e in known.jaxpr.eqns):  # an effect runs once per step, never once ahead
         fixed = [False] * len(fixed)
     invariant = None
@@ -306,28 +308,6 @@ def _stacked_once(values: Sequence[Any], xs: Sequence[Var]) -> tuple[list[Any], 
     return kept, tuple(sources)
 
 
-def _depends_on(jaxpr: Any, inputs: Any) -> list[bool]:
-    """For each output of `jaxpr`: whether it depends on one of the inputs at positions `inputs`."""
-    reached = {jaxpr.invars[i] for i in inputs}
-    for eqn in jaxpr.eqns:
-        if any(a in reached for a in eqn.invars if isinstance(a, Var)):
-            reached.update(eqn.outvars)
-    return [isinstance(v, Var) and v in reached for v in jaxpr.outvars]
-
-
-def _linear_carries(jaxpr: ClosedJaxpr, linear: Sequence[bool], num_consts: int,
-                    num_carry: int) -> list[bool]:
-    """The carries a scan's body makes linear: those given linear, and (a fixpoint) those
-    whose update depends on a linear input."""
-    consts, carry, xs = _split(linear, num_consts, num_carry)
-
-    def reached(c: list[bool]) -> list[bool]:
-        flags = [*consts, *c, *xs]
-        return _depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])[:num_carry]
-
-    return carry_fixpoint(reached, carry)
-
-
 def _scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool,
                     num_consts: int, num_carry: int) -> list[Any]:
     # A scan linear in its carry, in some constants and in some xs (the others,
@@ -340,7 +320,7 @@ def _scan_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, length: int,
     # zero (nothing else is linear): it is transposed as linear, its cotangent
     # dropped. One that stays known runs a computation of its own, which a
     # linear scan does not have: its scan was not split by linearization.
-    carry_lin = _linear_carries(jaxpr, linear, nk, nc)
+    carry_lin = linear_carries(jaxpr, linear, nk, nc)
     if not all(carry_lin):
         raise NotImplementedError(
             "the transpose of a scan whose carry is partly not linear (a scan of forward mode's jvp, "

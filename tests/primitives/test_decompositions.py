@@ -827,7 +827,10 @@ def test_tensorinv(shape, ind, seed, complex_):
     np.testing.assert_allclose(out, expected, rtol=1e-11, atol=1e-12)
     assert out.shape == expected.shape and out.dtype == expected.dtype
     np.testing.assert_allclose(fgrad.jit(f)(a), expected, rtol=1e-11, atol=1e-12)
-    check_grads(f, (a,), order=2)
+    # complex_like's sum of two matrices may have a condition number of ~40, where the
+    # second differences of an 8 x 8 inverse keep ~1e-5 of rounding and truncation
+    tol = 1e-4 if complex_ else None
+    check_grads(f, (a,), order=2, atol=tol, rtol=tol)
 
 
 def test_tensorsolve_and_tensorinv_dtypes_vmap_and_errors():
