@@ -10,6 +10,7 @@ from what this script generates.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import importlib.util
 import inspect
@@ -24,7 +25,8 @@ DOCS = Path(__file__).resolve().parent
 # Sections in order: (module name, what the section says before its entries).
 MODULES = [
     ("fgrad", "The transformations, custom rules, the IR and the errors."),
-    ("fgrad.lax", "Structured control flow, each one primitive on closed jaxprs."),
+    ("fgrad.lax", "Structured control flow, each one primitive on closed jaxprs; and JAX's dynamic slices, "
+                  "associative scan and general products, written on fgrad.numpy."),
     ("fgrad.random", "JAX-style explicit keys on NumPy's Philox."),
     ("fgrad.scipy.special", "SciPy's special functions."),
     ("fgrad.scipy.stats", "Densities and distribution functions of SciPy's common distributions."),
@@ -116,7 +118,7 @@ def _entry(module: str, name: str, obj: Any) -> list[str]:
         return [f"- `{qual}`: {first_paragraph(obj)}"]
     lines: list[str] = []
     sig = signature(obj) if callable(obj) else None
-    if inspect.isclass(obj) and issubclass(obj, BaseException):
+    if inspect.isclass(obj) and issubclass(obj, (BaseException, enum.Enum)):
         sig = None
     head = f"`{qual}{sig}`" if sig is not None else f"`{qual}`"
     if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj)):
@@ -134,7 +136,9 @@ def _entry(module: str, name: str, obj: Any) -> list[str]:
     if inspect.isclass(obj) and not issubclass(obj, BaseException):
         methods = [m for m, v in vars(obj).items() if not m.startswith("_") and callable(v)]
         fields = getattr(obj, "_fields", None)
-        if fields:
+        if issubclass(obj, enum.Enum):
+            lines.append("  Members: " + ", ".join(f"`{m.name}`" for m in obj) + ".")
+        elif fields:
             lines.append("  Fields: " + ", ".join(f"`{f}`" for f in fields) + ".")
         elif methods:
             lines.append("  Methods: " + ", ".join(f"`{m}`" for m in methods) + ".")

@@ -11,6 +11,12 @@ from typing import TYPE_CHECKING, Any
 from . import debug, numpy, scipy, tree_util
 from .api import (
     ShapeDtypeStruct,
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_get,
+    device_put,
+    devices,
     grad,
     hessian,
     jacfwd,
@@ -19,6 +25,7 @@ from .api import (
     jit,
     jvp,
     linearize,
+    local_devices,
     make_jaxpr,
     stop_gradient,
     value_and_grad,
@@ -47,6 +54,8 @@ __all__ = [
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
     "lax", "test_util", "random", "viz", "tree",
+    "device_put", "device_get", "devices", "local_devices", "device_count", "default_backend",
+    "block_until_ready",
 ]
 
 # Imported on first use, as attributes of fgrad: fgrad.optim's classes cost a

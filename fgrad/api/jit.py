@@ -42,6 +42,7 @@ from ..ir.passes import optimize_jaxpr
 from ..ir.staging import StagingTrace, closure_convert
 from ..transforms.jit import jit_p
 from .arguments import flatten_fun, fun_name, leaf_names, to_input, to_output
+from .devices import check_backend, check_device
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["jit"]
@@ -840,12 +841,30 @@ def _leaf_paths(x: Any) -> list[str]:
     return [keystr(p) for p, _ in tree_flatten_with_path(x)[0]]
 
 
+def _check_placement(device: Any, backend: Any) -> None:
+    """JAX's DeprecationWarning for jit's `device` and `backend`, and its
+    errors: not both, and only what fgrad has (the CPU)."""
+    warnings.warn(
+        "jit's device and backend arguments are deprecated (as in JAX) and have no effect in fgrad, "
+        "which runs on the CPU through NumPy: remove them. (JAX's own advice is "
+        "device_put(x, local_devices(backend='cpu')[0]) on the inputs, which fgrad accepts too.)",
+        DeprecationWarning, stacklevel=3,
+    )
+    if device is not None and backend is not None:
+        raise ValueError(f"jit: give a device or a backend, not both; got device={device!r} and "
+                         f"backend={backend!r}")
+    check_backend(backend, "jit")
+    check_device(device, "jit")
+
+
 def jit(
     fun: Callable[..., Any] | None = None,
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     donate_argnums: int | Sequence[int] = (),
+    device: Any = None,
+    backend: str | None = None,
 ) -> Any:
     """`fun`, traced once per tree structure, shapes and dtypes of its arguments
     and values of its static ones, then run from its jaxpr (JAX's `jit`).
@@ -877,6 +896,9 @@ def jit(
     version that takes more than `config.log_compiles_slower_than` (1 s) to
     trace, optimise and generate logs so on "fgrad.jit". Up to 64 traced
     versions are kept per jitted function; `clear_cache()` drops them.
+    `device` and `backend` are deprecated in JAX, and warn so here
+    (DeprecationWarning); fgrad runs on the CPU, so they may only name it
+    (a device of `fgrad.devices()`, backend "cpu") and change nothing.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = jit(lambda x, n: fnp.sum(x ** n), static_argnums=1)
@@ -888,6 +910,8 @@ def jit(
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if device is not None or backend is not None:
+        _check_placement(device, backend)
     if fun is None:
         return lambda f: jit(f, static_argnums=nums, static_argnames=names, donate_argnums=donate)
     if not callable(fun):

@@ -1,5 +1,9 @@
 """Structured control flow, as JAX's `lax`: `cond`, `switch`, `select`,
-`while_loop`, `fori_loop`, `scan`, `map` and `stop_gradient`.
+`while_loop`, `fori_loop`, `scan`, `map` and `stop_gradient`; and the parts
+of JAX's `lax` that JAX programs commonly call, written on fgrad.numpy:
+`associative_scan`, the dynamic slices (`dynamic_slice`,
+`dynamic_update_slice` and their one-axis forms), `dot`, `dot_general` and
+`Precision`.
 
 Each is one primitive whose functions are closed jaxprs (one module per
 primitive, with its rules), so that it works where Python control flow
@@ -13,9 +17,24 @@ found at run time under jit and vmap).
 """
 
 from ..api.transformations import stop_gradient
+from .associative import associative_scan
 from .cond import cond, select, switch
 from .loops import fori_loop, while_loop
+from .products import Precision, dot, dot_general
 from .scan import map, scan
+from .slicing import (
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+)
 
-__all__ = ["cond", "switch", "select", "while_loop", "fori_loop", "scan", "map", "stop_gradient"]
+__all__ = [
+    "cond", "switch", "select", "while_loop", "fori_loop", "scan", "map", "stop_gradient",
+    "associative_scan", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    "dot", "dot_general", "Precision",
+]
 

@@ -593,13 +593,16 @@ def _chain_order(dims: list[int]) -> list[list[int]]:
     return split
 
 
-def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None) -> Array:
+def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None, precision: Any = None) -> Array:
     """numpy.linalg.multi_dot: the product of a chain of matrices in the cheapest
     order; the first may be a vector (a row) and the last one (a column).
+    `precision` is JAX's keyword (see `fgrad.lax.Precision`), checked and ignored.
 
     >>> multi_dot([np.ones(3), np.ones((3, 4)), np.ones(4)])
     np.float64(12.0)
     """
+    if precision is not None:
+        products.check_precision(precision, "fgrad.numpy.linalg.multi_dot")
     if ctx.trace is EVAL_TRACE:
         return np.linalg.multi_dot(arrays, out=out)
     if out is not None:

@@ -1,5 +1,6 @@
 """Products of arrays: matmul, dot, vdot, inner, outer, tensordot, einsum,
-kron and vecdot.
+kron and vecdot; JAX's `Precision` of products and their `precision=` and
+`preferred_element_type=` keywords.
 
 Two primitives do the work: `matmul` (BLAS, for everything that is a matrix
 product after a transpose and a reshape: dot, inner, tensordot) and `einsum`
@@ -9,6 +10,7 @@ reshaped operands.
 
 from __future__ import annotations
 
+import enum
 import math
 import string
 import warnings
@@ -34,6 +36,70 @@ __all__ = [
 ]
 
 
+class Precision(enum.Enum):
+    """The precision of a product on an accelerator, as JAX's `lax.Precision`
+    (DEFAULT, HIGH, HIGHEST; strings as JAX names them: "default", "fastest",
+    "bfloat16", "high", "bfloat16_3x", "tensorfloat32", "highest", "float32").
+    fgrad computes on the CPU in the operands' dtype, float64 by default, so
+    every precision gives NumPy's result: the keyword is accepted, checked and
+    otherwise ignored.
+
+    >>> Precision("highest")
+    Precision.HIGHEST
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value: object) -> Precision | None:
+        return _PRECISION_NAMES.get(value) if isinstance(value, str) else None
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_PRECISION_NAMES = {
+    "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+}
+
+
+def check_precision(precision: Any, function: str) -> None:
+    """A ValueError unless `precision` is what JAX's products take: None, a
+    Precision or its name, or a pair of them (one per operand)."""
+    pair = precision if isinstance(precision, (tuple, list)) and len(precision) == 2 else (precision,)
+    if not all(p is None and len(pair) == 1 or isinstance(p, Precision) or p in _PRECISION_NAMES
+               for p in pair):
+        raise ValueError(
+            f"{function}: precision must be None, a fgrad.lax.Precision, one of the strings "
+            f"{sorted(_PRECISION_NAMES)}, or a pair of those (one per operand), got {precision!r}"
+        )
+
+
+def _with_options(product: Any, function: str, operands: Sequence[Any], precision: Any,
+                  preferred_element_type: Any, **kwargs: Any) -> Any:
+    """`product(*operands, **kwargs)` with JAX's keywords: `precision` checked
+    (fgrad has one precision, NumPy's), and with `preferred_element_type` the
+    result of that dtype, each operand first converted to its promotion with
+    that dtype (so that int8 operands with int32 preferred do not overflow)."""
+    check_precision(precision, f"fgrad.numpy.{function}")
+    if preferred_element_type is None:
+        return product(*operands, **kwargs)
+    dtype = np.dtype(preferred_element_type)
+    ops = [_converted(operand(x), np.promote_types(get_aval(operand(x)).dtype, dtype)) for x in operands]
+    return _converted(product(*ops, **kwargs), dtype)
+
+
+def _converted(x: Any, dtype: np.dtype) -> Any:
+    return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, new_dtype=dtype)
+
+
 def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
     return x if shape_of(x) == shape else shapes.reshape(x, new_shape=shape)
 
@@ -55,12 +121,18 @@ def _no_out(name: str, out: Any) -> None:
         raise TypeError(f"fgrad.numpy.{name} does not support out= under a transform (arrays are immutable)")
 
 
-def matmul(a: ArrayLike, b: ArrayLike, /) -> Array:
+def matmul(a: ArrayLike, b: ArrayLike, /, *,
+           precision: Any = None, preferred_element_type: Any = None) -> Array:
     """numpy.matmul (the `@` operator): stacks of matrices, 1-d operands promoted.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> matmul(np.eye(2), [1.0, 2.0])
     array([1., 2.])
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(matmul, "matmul", (a, b), precision, preferred_element_type)
     if ctx.trace is EVAL_TRACE:
         return np.matmul(a, b)
     return linalg.matmul(operand(a), operand(b))
@@ -72,14 +144,20 @@ def _not_aligned(a_shape: tuple[int, ...], b_shape: tuple[int, ...], i: int, j: 
     )
 
 
-def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
+def dot(a: ArrayLike, b: ArrayLike, out: None = None, *,
+        precision: Any = None, preferred_element_type: Any = None) -> Array:
     """numpy.dot: a product with a scalar, an inner product of vectors, a matrix
     product, or for N-d operands a sum over the last axis of `a` and the
     second-to-last of `b`.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> dot(np.ones((2, 3)), np.ones((4, 3, 5))).shape
     (2, 4, 5)
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(dot, "dot", (a, b), precision, preferred_element_type, out=out)
     if ctx.trace is EVAL_TRACE:
         return np.dot(a, b, out)
     _no_out("dot", out)
@@ -95,12 +173,18 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     return _tensordot(a, b, (len(a_shape) - 1,), (k,))
 
 
-def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
+def vdot(a: ArrayLike, b: ArrayLike, /, *,
+         precision: Any = None, preferred_element_type: Any = None) -> Array:
     """numpy.vdot: the dot product of the flattened arrays, the first conjugated.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> vdot([[1.0, 2.0]], [3.0, 4.0])
     np.float64(11.0)
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(vdot, "vdot", (a, b), precision, preferred_element_type)
     if ctx.trace is EVAL_TRACE:
         return np.vdot(a, b)
     a, b = operand(a), operand(b)
@@ -112,12 +196,18 @@ def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
     return linalg.matmul(_reshape(a, (n,)), _reshape(b, (m,)))
 
 
-def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
+def inner(a: ArrayLike, b: ArrayLike, /, *,
+          precision: Any = None, preferred_element_type: Any = None) -> Array:
     """numpy.inner: the sum over the last axes of `a` and `b` (a product if one is 0-d).
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> inner(np.ones((2, 3)), np.ones((4, 3))).shape
     (2, 4)
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(inner, "inner", (a, b), precision, preferred_element_type)
     if ctx.trace is EVAL_TRACE:
         return np.inner(a, b)
     a, b = _strong(a), _strong(b)
@@ -172,13 +262,19 @@ def ordered_axes(axes: int | Sequence[int], ndim: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Array:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
+              precision: Any = None, preferred_element_type: Any = None) -> Array:
     """numpy.tensordot: the sum of products over the last `axes` axes of `a` and
     the first of `b`, or over the axes ``axes = (axes_a, axes_b)`` name.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> tensordot(np.ones((2, 3, 4)), np.ones((4, 3)), axes=([1, 2], [1, 0])).shape
     (2,)
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(tensordot, "tensordot", (a, b), precision, preferred_element_type, axes=axes)
     if ctx.trace is EVAL_TRACE:
         return np.tensordot(a, b, axes)  # type: ignore[arg-type]
     a, b = operand(a), operand(b)
@@ -218,13 +314,19 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
     return _reshape(ew.mul(a2, b2), tuple(m * n for m, n in zip(a_shape, b_shape)))
 
 
-def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Array:
     """numpy.vecdot: the dot product of vectors along `axis` (the first conjugated),
     broadcast over the other axes.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> vecdot(np.ones((2, 3)), [1.0, 2.0, 3.0])
     array([6., 6.])
     """
+    if precision is not None or preferred_element_type is not None:
+        return _with_options(vecdot, "vecdot", (x1, x2), precision, preferred_element_type, axis=axis)
     if ctx.trace is EVAL_TRACE:
         return np.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload]
     x1, x2 = operand(x1), operand(x2)
@@ -380,14 +482,23 @@ def _normalize_einsum(subscripts: str, operands: list[Any]) -> tuple[str, list[A
 
 
 def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None,
-           order: str = "K", casting: str = "safe") -> Array:
+           order: str = "K", casting: str = "safe", precision: Any = None,
+           preferred_element_type: Any = None) -> Array:
     """numpy.einsum: Einstein summation, with subscripts as a string (implicit or
     explicit output, repeated letters, ``...``) or in NumPy's interleaved form.
     `optimize` is accepted; under a transform fgrad plans contractions itself.
+    `precision` (a `fgrad.lax.Precision`, its name, or a pair of them) and
+    `preferred_element_type` (the result's dtype) are JAX's keywords; fgrad
+    computes at NumPy's precision whatever `precision` says.
 
     >>> einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4))).shape
     (2, 4)
     """
+    if precision is not None or preferred_element_type is not None:
+        subscripts, ops = _einsum_arguments(operands)
+        return _with_options(lambda *xs: einsum(subscripts, *xs, out=out, optimize=optimize, dtype=dtype,
+                                                order=order, casting=casting),
+                             "einsum", ops, precision, preferred_element_type)
     if ctx.trace is EVAL_TRACE:
         return np.einsum(  # type: ignore[call-overload]
             *operands, out=out, optimize=optimize, dtype=dtype, order=order, casting=casting
