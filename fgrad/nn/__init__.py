@@ -10,8 +10,8 @@ array([0.5, 0.5])
 np.float64(0.0)
 
 Names, signatures and special values are JAX's; dtypes are NumPy's: float64
-by default, float32 stays float32, integers give float64 where the result is
-not an integer (``sigmoid(1)``) and stay integers where it is (``relu(3)``).
+by default, float32 stays float32, and integers give float64 (``sigmoid(1)``),
+but for relu and hard_tanh, whose results stay integers (``relu(3)``), as in JAX.
 At a kink the derivative is JAX's: 0 for relu at 0 and relu6 at 0 and 6, 1
 for leaky_relu at 0 and hard_tanh at +-1. softplus and log_sigmoid are exact
 and have finite derivatives for any |x|; softmax and log_softmax subtract the
