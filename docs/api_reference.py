@@ -28,6 +28,8 @@ MODULES = [
     ("fgrad.lax", "Structured control flow, each one primitive on closed jaxprs; and JAX's dynamic slices, "
                   "associative scan and general products, written on fgrad.numpy."),
     ("fgrad.random", "JAX-style explicit keys on NumPy's Philox."),
+    ("fgrad.nn", "JAX's activations and normalisations of neural networks (jax.nn)."),
+    ("fgrad.nn.initializers", "JAX's weight initializers (jax.nn.initializers), on fgrad.random's keys."),
     ("fgrad.scipy.special", "SciPy's special functions."),
     ("fgrad.scipy.stats", "Densities and distribution functions of SciPy's common distributions."),
     ("fgrad.scipy.linalg", "SciPy's linear algebra."),

@@ -106,7 +106,8 @@ EXPLICIT: dict[str, tuple[Any, ...]] = {
     "random.fold_in": (KEY, np.uint64(5)), "random.key_data": (KEY,),
     "random.wrap_key_data": (np.array([1, 2], dtype=np.uint64),), "random.bits": (KEY, (3,)),
     "random.uniform": (KEY, (3,), np.float64, V, V + 1), "random.normal": (KEY, (3,)),
-    "random.gumbel": (KEY, (3,)), "random.bernoulli": (KEY, V, (3,)), "random.categorical": (KEY, M),
+    "random.truncated_normal": (KEY, V - 1, V + 1), "random.gumbel": (KEY, (3,)),
+    "random.bernoulli": (KEY, V, (3,)), "random.categorical": (KEY, M),
     "random.randint": (KEY, (3,), 0, 5), "random.permutation": (KEY, V), "random.choice": (KEY, V, (2,)),
     "random.gamma": (KEY, V + 1), "random.multivariate_normal": (KEY, V, SPD),
 }

@@ -43,7 +43,7 @@ from .debug import debug_nans
 from .ir import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 if TYPE_CHECKING:
-    from . import lax, optim, random, test_util, tree, viz
+    from . import lax, nn, optim, random, test_util, tree, viz
 
 __version__ = "0.1.0"
 
@@ -53,14 +53,14 @@ __all__ = [
     "remat", "debug", "debug_nans", "config",
     "eval_jaxpr", "ClosedJaxpr", "Jaxpr", "ShapeDtypeStruct", "ConcretizationTypeError",
     "TracerArrayConversionError", "UnexpectedTracerError", "numpy", "optim", "scipy", "tree_util",
-    "lax", "test_util", "random", "viz", "tree",
+    "lax", "test_util", "random", "viz", "tree", "nn",
     "device_put", "device_get", "devices", "local_devices", "device_count", "default_backend",
     "block_until_ready",
 ]
 
 # Imported on first use, as attributes of fgrad: fgrad.optim's classes cost a
 # third of fgrad's own import time, which every user would pay, optimizer or not.
-_LAZY = frozenset({"optim", "lax", "test_util", "random", "viz", "tree"})
+_LAZY = frozenset({"optim", "lax", "test_util", "random", "viz", "tree", "nn"})
 
 
 def __getattr__(name: str) -> Any:

@@ -44,13 +44,17 @@ def test_api_reference_names_every_public_name() -> None:
     import fgrad
     import fgrad.debug
     import fgrad.lax
+    import fgrad.nn
+    import fgrad.nn.initializers
     import fgrad.optim
     import fgrad.random
     import fgrad.test_util
     import fgrad.tree_util
 
     text = (DOCS / "api.md").read_text()
-    for module in (fgrad, fgrad.lax, fgrad.random, fgrad.optim, fgrad.tree_util, fgrad.test_util, fgrad.debug):
+    modules = (fgrad, fgrad.lax, fgrad.random, fgrad.nn, fgrad.nn.initializers, fgrad.optim, fgrad.tree_util,
+               fgrad.test_util, fgrad.debug)
+    for module in modules:
         for name in module.__all__:
             assert f"`{module.__name__}.{name}" in text, f"docs/api.md does not list {module.__name__}.{name}"
 

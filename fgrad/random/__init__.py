@@ -29,7 +29,7 @@ Bits come from primitives (`random_bits`, `random_fold_in`, `random_gamma`
 in `fgrad.primitives.random`), so they are staged by jit and make_jaxpr and
 batched by vmap; the samplers transform them with fgrad.numpy (see
 `fgrad.random.distributions`), so samples are differentiable in their
-parameters: location and scale, uniform bounds, gamma's shape (first order,
+parameters: location and scale, uniform and truncated normal bounds, gamma's shape (first order,
 by the implicit reparameterisation gradient) and the mean and covariance of
 a multivariate normal.
 """
@@ -44,12 +44,13 @@ from .distributions import (
     normal,
     permutation,
     randint,
+    truncated_normal,
     uniform,
 )
 from .keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
 
 __all__ = [
     "key", "PRNGKey", "split", "fold_in", "key_data", "wrap_key_data", "bits",
-    "uniform", "normal", "gumbel", "bernoulli", "categorical", "randint", "permutation", "choice", "gamma",
-    "multivariate_normal",
+    "uniform", "normal", "truncated_normal", "gumbel", "bernoulli", "categorical", "randint", "permutation",
+    "choice", "gamma", "multivariate_normal",
 ]

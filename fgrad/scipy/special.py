@@ -549,20 +549,23 @@ def _finite_max(xp: ModuleType, a: Any, axis: Axis) -> Any:
 
 def logsumexp(
     a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-    return_sign: bool = False,
+    return_sign: bool = False, where: ArrayLike | None = None,
 ) -> Array | tuple[Array, Array]:
     """scipy.special.logsumexp: log(sum(b * exp(a))) over `axis` (all axes by
     default), without overflow or underflow for large |a|. `b` (weights,
     broadcast with `a`) may be negative; with `return_sign` the result is
     log|sum| and the sign of the sum, else a negative sum gives nan. Entries
-    where b == 0 are left out (and have no derivative, in a or in b). The
-    gradient in `a` is the softmax (weighted by b).
+    where b == 0, or (JAX's `where`, broadcast with `a`) where `where` is
+    False, are left out (and have no derivative, in a or in b); with none
+    left the result is -inf. The gradient in `a` is the softmax (weighted by b).
 
     >>> logsumexp([1000.0, 1000.0])
     np.float64(1000.6931471805599)
     """
     xp, stop_gradient = _namespace()
     a = xp.asarray(a)
+    if where is not None:
+        a = xp.where(where, a, -np.inf)  # also broadcasts a with where
     if b is not None:
         b = xp.asarray(b)
         a = xp.where(xp.not_equal(b, 0), a, -np.inf)  # also broadcasts a with b

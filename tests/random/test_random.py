@@ -3,7 +3,8 @@ pinned), determinism, shapes and dtypes, distributions with fixed seeds and
 generous bounds, vmap over keys against a loop, jit against eager (and not
 frozen), make_jaxpr staging the bits, derivatives by reparameterisation
 against finite differences, gamma's implicit derivative against SciPy's
-incomplete gamma function, and the error messages."""
+incomplete gamma function, truncated normals against scipy.stats.truncnorm's
+moments and distribution function, and the error messages."""
 
 import itertools
 
@@ -122,6 +123,7 @@ SAMPLERS = {
     "randint": lambda k, s: fr.randint(k, s, -5, 100),
     "choice": lambda k, s: fr.choice(k, 50, s),
     "gamma": lambda k, s: fr.gamma(k, 1.5, s),
+    "truncated_normal": lambda k, s: fr.truncated_normal(k, -0.5, 2.0, s),
     "multivariate_normal": lambda k, s: fr.multivariate_normal(k, np.zeros(3), COV, s),
 }
 
@@ -154,6 +156,8 @@ def test_float_samplers_shapes_and_dtypes(shape, dtype):
         assert x.shape == shape and x.dtype == dtype
     x = fr.gamma(KEY, 2.0, shape, dtype)
     assert x.shape == shape and x.dtype == dtype
+    x = fr.truncated_normal(KEY, -0.5, 0.25, shape, dtype)
+    assert x.shape == shape and x.dtype == dtype and np.all((x >= -0.5) & (x <= 0.25))
     x = fr.uniform(KEY, shape, dtype, minval=0.25, maxval=0.5)  # exact in every dtype: never maxval
     assert np.all((x >= 0.25) & (x < 0.5))
 
@@ -178,6 +182,8 @@ def test_0d_samples_are_numpy_scalars_as_under_jit(name):
 def test_parameter_shapes_give_the_default_shape():
     assert fr.bernoulli(KEY, np.full((2, 3), 0.5)).shape == (2, 3)
     assert fr.gamma(KEY, np.ones(4)).shape == (4,)
+    assert fr.truncated_normal(KEY, np.zeros((2, 1)), np.ones(3)).shape == (2, 3)
+    assert fr.truncated_normal(KEY, -1.0, np.ones(3), (4, 3)).shape == (4, 3)
     assert fr.uniform(KEY, (2, 3), minval=np.zeros(3)).shape == (2, 3)
     assert fr.randint(KEY, (2, 3), np.arange(3), 10).shape == (2, 3)
     assert fr.categorical(KEY, np.zeros((4, 3))).shape == (4,)
@@ -279,6 +285,52 @@ def test_normal_and_uniform_pass_kolmogorov_smirnov():
     assert scipy.stats.kstest(fr.uniform(fr.key(19), (N,), np.float32), "uniform").pvalue > 1e-3
 
 
+TRUNCATIONS = [(-2.0, 2.0), (-1.0, 0.5), (1.5, 4.0), (-np.inf, -1.0), (0.0, np.inf), (-np.inf, np.inf),
+               (5.0, 6.0)]
+
+
+@pytest.mark.parametrize("lower, upper", TRUNCATIONS)
+def test_truncated_normal_follows_truncnorm(lower, upper):
+    x = fr.truncated_normal(fr.key(20), lower, upper, (N,))
+    law = scipy.stats.truncnorm(lower, upper)
+    assert x.min() >= lower and x.max() <= upper
+    assert abs(x.mean() - law.mean()) < 5 * law.std() / np.sqrt(N)
+    assert abs(x.var() / law.var() - 1) < 0.03
+    assert scipy.stats.kstest(x, law.cdf).pvalue > 1e-3  # the whole distribution
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_truncated_normal_in_low_precision_stays_inside(dtype):
+    lower, upper = np.array([-0.1, 1.0, -3.0], dtype), np.array([0.1, 1.001, 3.0], dtype)
+    x = fr.truncated_normal(fr.key(21), lower, upper, (N // 10, 3), dtype)
+    assert x.dtype == dtype and np.all((x >= lower) & (x <= upper))
+    law = scipy.stats.truncnorm(-3.0, 3.0)
+    assert scipy.stats.kstest(x[:, 2].astype(np.float64), law.cdf).pvalue > 1e-3
+
+
+def test_truncated_normal_broadcasts_its_bounds():
+    lower, upper = np.array([-4.0, -3.0, -2.5]), np.array([[-2.0], [3.0]])  # (3,) with (2, 1)
+    x = fr.truncated_normal(fr.key(22), lower, upper, (5000, 2, 3))
+    assert np.all((x >= lower) & (x <= upper))
+    for i, j in [(0, 0), (1, 2)]:
+        law = scipy.stats.truncnorm(lower[j], upper[i, 0])
+        assert abs(x[:, i, j].mean() - law.mean()) < 5 * law.std() / np.sqrt(5000)
+
+
+def test_grad_of_truncated_normal_bounds():
+    lo, hi = np.array([-1.0, 0.5, -3.0]), np.array([1.0, 2.0, -2.5])
+    check_grads(lambda lo, hi: fr.truncated_normal(KEY, lo, hi), (lo, hi), order=2)
+    # By the inverse distribution function, x = Phi^-1(Phi(lo) + u (Phi(hi) - Phi(lo))) for a fixed u:
+    x = fr.truncated_normal(KEY, lo, hi)
+    ndtr, pdf = scipy.special.ndtr, scipy.stats.norm.pdf
+    mass = ndtr(hi) - ndtr(lo)
+    d_lo = fgrad.grad(lambda lo: fnp.sum(fr.truncated_normal(KEY, lo, hi)))(lo)
+    d_hi = fgrad.grad(lambda hi: fnp.sum(fr.truncated_normal(KEY, lo, hi)))(hi)
+    np.testing.assert_allclose(d_lo, (ndtr(hi) - ndtr(x)) / mass * pdf(lo) / pdf(x), rtol=1e-9)
+    np.testing.assert_allclose(d_hi, (ndtr(x) - ndtr(lo)) / mass * pdf(hi) / pdf(x), rtol=1e-9)
+    assert fgrad.grad(lambda lo: fr.truncated_normal(KEY, lo, np.inf))(-np.inf) == 0.0
+
+
 def test_multivariate_normal_covariance():
     mean = np.array([1.0, -2.0, 0.5])
     x = fr.multivariate_normal(fr.key(13), mean, COV, (N,))
@@ -300,6 +352,7 @@ VMAPPED = {
     "permutation": lambda k: fr.permutation(k, 6),
     "permutation_independent": lambda k: fr.permutation(k, np.ones((2, 1)) * np.arange(4), 1, True),
     "gamma": lambda k: fr.gamma(k, np.array([0.5, 2.0])),
+    "truncated_normal": lambda k: fr.truncated_normal(k, np.array([-1.0, 0.0]), 1.0),
     "split": lambda k: fr.split(k, 3),
     "fold_in": lambda k: fr.fold_in(k, 5),
     "categorical": lambda k: fr.categorical(k, np.zeros(4), shape=(3,)),
@@ -497,6 +550,10 @@ def test_bad_shapes():
         fr.multivariate_normal(KEY, np.zeros(2), np.eye(3))
     with pytest.raises(ValueError, match="do not broadcast together"):
         fr.multivariate_normal(KEY, np.zeros((2, 3)), np.stack([np.eye(3)] * 4))
+    with pytest.raises(ValueError, match="lower and upper \\(shapes \\(2,\\), \\(3,\\)\\) do not broadcast together"):
+        fr.truncated_normal(KEY, np.zeros(2), np.ones(3))
+    with pytest.raises(ValueError, match="lower and upper \\(shapes \\(3,\\), \\(\\)\\) must broadcast to shape \\(2,\\)"):
+        fr.truncated_normal(KEY, np.zeros(3), 1.0, (2,))
     with pytest.raises(ValueError, match="split: shape must not have negative sizes"):
         fr.split(KEY, -1)
 
@@ -504,6 +561,8 @@ def test_bad_shapes():
 def test_bad_arguments():
     with pytest.raises(TypeError, match="normal: dtype must be a real float type"):
         fr.normal(KEY, (), np.int32)
+    with pytest.raises(TypeError, match="truncated_normal: dtype must be a real float type.*got int32"):
+        fr.truncated_normal(KEY, -1.0, 1.0, (), np.int32)
     with pytest.raises(TypeError, match="randint: dtype must be an integer type"):
         fr.randint(KEY, (), 0, 3, np.float64)
     with pytest.raises(TypeError, match="randint: minval must be integers"):

@@ -74,6 +74,24 @@ def test_logsumexp_is_stable_for_large_inputs():
     assert fsp.logsumexp(np.array([1e308, 1e308])) == 1e308 + np.log(2)
 
 
+def test_logsumexp_where_leaves_entries_out():
+    # JAX's `where` (SciPy has none): the selected entries only; -inf with none selected.
+    a = np.array([[0.5, 9.0, -1.0], [2.0, 3.0, 4.0]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    np.testing.assert_allclose(fsp.logsumexp(a, axis=1, where=mask), [np.logaddexp(0.5, -1.0), -np.inf],
+                               rtol=1e-15)
+    np.testing.assert_allclose(fsp.logsumexp(a, where=mask[0]), np.log(np.exp([0.5, -1.0, 2.0, 4.0]).sum()),
+                               rtol=1e-15)  # a mask that broadcasts: columns 0 and 2 of both rows
+    np.testing.assert_allclose(fsp.logsumexp(a, axis=1, b=2.0, where=mask)[0], np.logaddexp(0.5, -1.0) + np.log(2),
+                               rtol=1e-15)
+    g = fgrad.grad(lambda a: fsp.logsumexp(a, axis=1, where=mask)[0])(a)
+    np.testing.assert_allclose(g, [[*fsp.softmax([0.5, -1.0])[:1], 0.0, fsp.softmax([0.5, -1.0])[1]], [0, 0, 0]],
+                               rtol=1e-15)
+    np.testing.assert_allclose(fgrad.jit(lambda a: fsp.logsumexp(a, axis=1, where=mask))(a),
+                               fsp.logsumexp(a, axis=1, where=mask), rtol=1e-15)
+    check_grads(lambda a: fsp.logsumexp(a, axis=1, where=mask[:1]), (a,), order=2)
+
+
 def test_logsumexp_special_values_like_scipy():
     assert fsp.logsumexp([-np.inf, -np.inf]) == -np.inf
     assert fsp.logsumexp([np.inf, 1.0]) == np.inf
