@@ -7,10 +7,10 @@ jax.scipy.stats: `norm`, `t`, `gamma`, `beta`, `expon`, `laplace`, `logistic`,
 where JAX has them, for norm, expon, logistic, cauchy and uniform, ppf and
 isf), `poisson`, `binom`, `bernoulli` (discrete: logpmf, pmf, cdf, logcdf, sf,
 logsf; bernoulli also ppf), `multivariate_normal` and `dirichlet` (logpdf,
-pdf). Their arguments
-are SciPy's: the point, then the shape parameters, then `loc` and `scale`
-(`loc` only for the discrete ones), by position or by keyword, broadcast
-together. So are the values at special points: outside the support logpdf is
+pdf); the class `gaussian_kde` comes from `stats_kde`. The distributions'
+arguments are SciPy's: the point, then the shape parameters, then `loc` and
+`scale` (`loc` only for the discrete ones), by position or by keyword,
+broadcast together. So are the values at special points: outside the support logpdf is
 -inf and pdf 0, cdf is 0 below and 1 above it, and an invalid parameter
 (scale <= 0, a shape parameter out of its range, a nan) gives nan.
 
@@ -48,10 +48,11 @@ from .. import numpy as fnp
 from ..core.libraries import library_of_value
 from ..numpy.operands import Array, ArrayLike, concrete_value
 from . import special as fsp
+from .stats_kde import gaussian_kde
 
 __all__ = [
     "norm", "t", "gamma", "beta", "expon", "laplace", "logistic", "cauchy", "uniform",
-    "poisson", "binom", "bernoulli", "multivariate_normal", "dirichlet",
+    "poisson", "binom", "bernoulli", "multivariate_normal", "dirichlet", "gaussian_kde",
 ]
 
 _LOG_2PI = math.log(2 * math.pi)

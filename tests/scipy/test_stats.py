@@ -184,7 +184,7 @@ def test_parameter_errors_name_the_parameters():
 
 
 def test_distribution_docstring_examples():
-    for name in fs.__all__:
+    for name in [n for n in fs.__all__ if n != "gaussian_kde"]:  # (a class: tests/scipy/test_stats_kde.py)
         dist = getattr(fs, name)
         assert ">>>" in dist.__doc__, name
         assert repr(dist) == f"<fgrad.scipy.stats.{name}>"
