@@ -44,7 +44,7 @@ MODULES = [
 ]
 NUMPY_MODULES = ["creation", "ufuncs", "reductions", "sorting", "shaping", "indexing", "products",
                  "linalg", "fft"]
-DISTRIBUTION_METHODS = ["logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]
+DISTRIBUTION_METHODS = ["logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 
 
 class _Text:

@@ -119,6 +119,25 @@ STATS_ARGS: dict[str, tuple[Any, ...]] = {
     "binom": (np.array([0, 1, 3]), 5, np.array(0.3)), "bernoulli": (np.array([0, 0]), np.array(0.3)),
     "multivariate_normal": (V, 0.5 * V, SPD), "dirichlet": (V / V.sum(), V + 1),
 }
+# ... and of the methods that take other ones.
+KDE_DATA = np.array([[0.1, 0.5, 1.3, 0.8, 1.9], [0.4, -0.2, 0.9, 1.6, 0.3]])
+STATS_METHOD_ARGS: dict[str, tuple[Any, ...]] = {
+    "bernoulli.ppf": (V, np.array(0.6)),
+    "gaussian_kde.evaluate": (KDE_DATA, M[:2]), "gaussian_kde.pdf": (KDE_DATA, M[:2]),
+    "gaussian_kde.logpdf": (KDE_DATA, M[:2]),
+    "gaussian_kde.integrate_gaussian": (KDE_DATA, V[:2], SPD[:2, :2]),
+    "gaussian_kde.integrate_box_1d": (KDE_DATA[0], np.array(0.2), np.array(1.1)),
+    "gaussian_kde.integrate_kde": (KDE_DATA, M[:2]), "gaussian_kde.resample": (KDE_DATA,),
+}
+# gaussian_kde's methods, as functions of the data and the methods' arguments.
+KDE_METHODS: dict[str, Callable[..., Callable[..., Any]]] = {
+    "evaluate": lambda kde: lambda data, x: kde(data).evaluate(x),
+    "pdf": lambda kde: lambda data, x: kde(data).pdf(x),
+    "logpdf": lambda kde: lambda data, x: kde(data).logpdf(x),
+    "integrate_gaussian": lambda kde: lambda data, mean, cov: kde(data).integrate_gaussian(mean, cov),
+    "integrate_box_1d": lambda kde: lambda data, low, high: kde(data).integrate_box_1d(low, high),
+    "integrate_kde": lambda kde: lambda data, other: kde(data).integrate_kde(kde(other)),
+}
 # Functions with a derivative in some of their arguments only (the others raise
 # NotImplementedError, as they must where fgrad has no rule): those positions.
 ONLY_IN: dict[str, tuple[int, ...]] = {
@@ -173,11 +192,18 @@ def functions() -> list[tuple[str, str, str, Callable[..., Any], Callable[..., A
                 ref = REFERENCES.get(prefix + name, getattr(reference, name, None))
                 out.append((section, name, prefix + name, SUBJECTS.get(prefix + name, f), ref))
     for dist in fstats.__all__:
-        for method in ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
+        if dist == "gaussian_kde":
+            continue
+        for method in ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
             f = getattr(getattr(fstats, dist), method, None)
             if f is not None:
                 ref = getattr(getattr(scipy.stats, dist), method)
                 out.append(("fgrad.scipy.stats", f"{dist}.{method}", f"scipy.stats.{dist}.{method}", f, ref))
+    for method, of in KDE_METHODS.items():
+        out.append(("fgrad.scipy.stats", f"gaussian_kde.{method}", f"scipy.stats.gaussian_kde.{method}",
+                    of(fstats.gaussian_kde), of(scipy.stats.gaussian_kde)))
+    out.append(("fgrad.scipy.stats", "gaussian_kde.resample", "scipy.stats.gaussian_kde.resample",
+                lambda data: fstats.gaussian_kde(data).resample(KEY, (3,)), None))
     for name in fintegrate.__all__:
         f, ref = getattr(fintegrate, name), getattr(scipy.integrate, name)
         if name == "odeint":  # JAX's signature, so no SciPy reference; tight tolerances, so that
@@ -204,7 +230,8 @@ def _sample(name: str, f: Callable[..., Any]) -> tuple[Any, ...] | None:
     if name in AT_UPDATES:
         return (V, np.array([0.2, 0.9]))
     if name.startswith("scipy.stats."):
-        return STATS_ARGS[name.split(".")[2]]
+        method = name.removeprefix("scipy.stats.")
+        return STATS_METHOD_ARGS.get(method, STATS_ARGS.get(method.split(".")[0]))
     for args in ([EXPLICIT[name]] if name in EXPLICIT else GENERIC):
         try:
             out = f(*args)

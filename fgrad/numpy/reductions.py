@@ -801,22 +801,61 @@ def _rows(x: Any, rowvar: bool, dtype: Any, first: bool) -> Any:
     return x if rowvar or not transpose else fnp.transpose(x)
 
 
+def _cov_weights(w: Any, kind: str, n: int) -> tuple[Any, Any, Any]:
+    """numpy.cov's checks of `fweights` or `aweights` (`kind`) for n observations: the
+    weights as float64, their value (None where it is not known: jit, vmap), and None,
+    or where the value is not known a mask of where they are valid, for the nan that
+    stands in for NumPy's errors."""
+    w = _strong(w)
+    if get_aval(w).dtype.kind == "c":
+        raise TypeError(f"fgrad.numpy.cov: {kind} must be real, got a {get_aval(w).dtype} array")
+    value = concrete_value(w, None)
+    if value is not None:
+        value = np.asarray(value, dtype=np.float64)
+    w = _astype(w, np.dtype(np.float64))
+    if kind == "fweights" and value is not None and not np.all(value == np.around(value)):
+        raise TypeError(f"fweights must be integer: they count repeated observations, got {value}; "
+                        "pass real-valued weights as aweights")
+    w_shape = shape_of(w)
+    if len(w_shape) > 1:
+        raise RuntimeError(f"cannot handle multidimensional {kind}: got shape {w_shape}, expected ({n},), "
+                           "one weight per observation")
+    if len(w_shape) == 0 or w_shape[0] != n:
+        # (NumPy's own error for a 0-d array is the IndexError of w.shape[0].)
+        error = IndexError if len(w_shape) == 0 else RuntimeError
+        raise error(f"incompatible numbers of samples and {kind}: {n} observations, {kind} of shape "
+                    f"{w_shape}; give one weight per observation")
+    if value is not None:
+        if np.any(value < 0):
+            raise ValueError(f"{kind} cannot be negative, got {value}")
+        return w, value, None
+    import fgrad.numpy as fnp
+
+    valid = fnp.all(fnp.greater_equal(w, 0))
+    if kind == "fweights":
+        valid = fnp.logical_and(valid, fnp.all(fnp.equal(w, fnp.round(w))))
+    return w, None, valid
+
+
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None, aweights: ArrayLike | None = None, *,
         dtype: Any = None) -> Array:
     """numpy.cov: the covariance matrix of the variables in the rows (columns if not `rowvar`)
-    of `m` and `y` (under a transform, without `fweights` and `aweights`).
+    of `m` and `y`, the observations weighted by the integer frequencies `fweights` and the
+    weights `aweights`, differentiable in m, y and the weights. NumPy's errors for invalid
+    weights where their values are known; under jit or vmap, where they are not, a nan
+    result instead.
 
     >>> cov([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])
     array([[ 1., -1.],
            [-1.,  1.]])
+    >>> cov([0.0, 1.0, 2.0], aweights=[1.0, 1.0, 2.0])
+    array(1.1)
     """
     if ctx.trace is EVAL_TRACE:
         return np.cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype=dtype)
     import fgrad.numpy as fnp
 
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("fgrad.numpy.cov supports no fweights or aweights under a transform")
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
     m = _strong(m)
@@ -834,15 +873,48 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     if y is not None:
         x = _join([x, _rows(y, rowvar, dtype, False)], 0)
     ddof = (0 if bias else 1) if ddof is None else int(ddof)
-    fact: Any = shape_of(x)[1] - ddof
-    if fact <= 0:
+    n = shape_of(x)[1]
+    w: Any = None  # the product of the weights given
+    value: Any = 1.0  # its value, None where it is not known
+    valids: list[Any] = []
+    aw: Any = None
+    for weights, kind in [(fweights, "fweights"), (aweights, "aweights")]:
+        if weights is not None:
+            weights, known, valid = _cov_weights(weights, kind, n)
+            w = weights if w is None else fnp.multiply(w, weights)
+            value = None if value is None or known is None else value * known
+            valids += [] if valid is None else [valid]
+            aw = weights if kind == "aweights" else None
+    if w is not None and value is not None and np.sum(value) == 0:  # average's error, where it is known
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    if w is None:
+        fact: Any = n - ddof
+    else:
+        avg, w_sum = average(x, axis=1, weights=w, returned=True)
+        w_sum = w_sum[0]
+        if ddof == 0:
+            fact = w_sum
+        elif aw is None:
+            fact = fnp.subtract(w_sum, ddof)
+        else:
+            fact = fnp.subtract(w_sum, fnp.divide(fnp.multiply(ddof, sum(fnp.multiply(w, aw))), w_sum))
+    known = concrete_value(fact, None)
+    if known is not None and known <= 0:
         import warnings
 
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
-    x = fnp.subtract(x, mean(x, axis=1, keepdims=True))
-    c = fnp.matmul(x, fnp.conj(fnp.transpose(x)))
-    return fnp.squeeze(fnp.multiply(c, float(np.true_divide(1, fact))))
+    elif known is None:  # NumPy's 0 for no degrees of freedom left, where they are not known
+        fact = fnp.where(fnp.greater(fact, 0), fact, 0.0)
+    if w is None:
+        x = fnp.subtract(x, mean(x, axis=1, keepdims=True))
+        c = fnp.matmul(x, fnp.conj(fnp.transpose(x)))
+        return fnp.squeeze(fnp.multiply(c, float(np.true_divide(1, fact))))
+    x = fnp.subtract(x, avg[:, None])
+    c = fnp.multiply(fnp.matmul(x, fnp.conj(fnp.transpose(fnp.multiply(x, w)))), fnp.true_divide(1, fact))
+    for valid in valids:
+        c = fnp.where(valid, c, np.nan)
+    return fnp.squeeze(c)
 
 
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, *, dtype: Any = None) -> Array:

@@ -3,12 +3,14 @@ distributions, differentiable and traceable, without SciPy.
 
 Each distribution is a module-level object, as in scipy.stats and
 jax.scipy.stats: `norm`, `t`, `gamma`, `beta`, `expon`, `laplace`, `logistic`,
-`cauchy`, `uniform` (continuous: logpdf, pdf, cdf, logcdf, sf, logsf),
-`poisson`, `binom`, `bernoulli` (discrete: logpmf, pmf, cdf, logcdf, sf,
-logsf), `multivariate_normal` and `dirichlet` (logpdf, pdf). Their arguments
-are SciPy's: the point, then the shape parameters, then `loc` and `scale`
-(`loc` only for the discrete ones), by position or by keyword, broadcast
-together. So are the values at special points: outside the support logpdf is
+`cauchy`, `uniform` (continuous: logpdf, pdf, cdf, logcdf, sf, logsf; and
+where JAX has them, for norm, expon, logistic, cauchy and uniform, ppf and
+isf), `poisson`, `binom`, `bernoulli` (discrete: logpmf, pmf, cdf, logcdf, sf,
+logsf; bernoulli also ppf), `multivariate_normal` and `dirichlet` (logpdf,
+pdf); the class `gaussian_kde` comes from `stats_kde`. The distributions'
+arguments are SciPy's: the point, then the shape parameters, then `loc` and
+`scale` (`loc` only for the discrete ones), by position or by keyword,
+broadcast together. So are the values at special points: outside the support logpdf is
 -inf and pdf 0, cdf is 0 below and 1 above it, and an invalid parameter
 (scale <= 0, a shape parameter out of its range, a nan) gives nan.
 
@@ -17,9 +19,11 @@ derivatives, in the point and in the parameters, to any order and in both
 modes, come from their rules. Where a formula would see a point outside its
 domain (a negative x of the gamma density, an invalid parameter), it is given
 a harmless point inside instead and the entry is replaced afterwards, so that
-no inf or nan of the unused branch reaches a derivative. The pmfs of the
-discrete distributions take the derivative of their formula in k (gammaln's
-continuation of the factorials), as JAX does; their cdfs have none in k.
+no inf or nan of the unused branch reaches a derivative. ppf and isf at q = 0
+and q = 1 are the ends of the support, constants in q (as the tails are
+there). The pmfs of the discrete distributions take the derivative of their
+formula in k (gammaln's continuation of the factorials), as JAX does; their
+cdfs have none in k, and bernoulli's ppf none in q or p.
 
 >>> import fgrad
 >>> from fgrad.scipy.stats import norm, poisson
@@ -44,10 +48,11 @@ from .. import numpy as fnp
 from ..core.libraries import library_of_value
 from ..numpy.operands import Array, ArrayLike, concrete_value
 from . import special as fsp
+from .stats_kde import gaussian_kde
 
 __all__ = [
     "norm", "t", "gamma", "beta", "expon", "laplace", "logistic", "cauchy", "uniform",
-    "poisson", "binom", "bernoulli", "multivariate_normal", "dirichlet",
+    "poisson", "binom", "bernoulli", "multivariate_normal", "dirichlet", "gaussian_kde",
 ]
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -140,11 +145,10 @@ class _Distribution:
             )
         return [_float(values.get(n, self.defaults.get(n))) for n in names]
 
-    def _prepare(self, method: str, x: ArrayLike, args: tuple[Any, ...], kwds: dict[str, Any]
-                 ) -> tuple[Any, list[Any], Any, Any, Any, Any]:
-        """(y, shapes, scale, valid, lo, hi): the standardized point (x - loc) / scale,
-        the shape parameters and scale with safe values where they are invalid,
-        where they are valid, and the ends of the support."""
+    def _parameters(self, method: str, args: tuple[Any, ...], kwds: dict[str, Any]
+                    ) -> tuple[list[Any], Any, Any, Any]:
+        """(shapes, loc, scale, valid): the shape parameters and scale with safe
+        values where they are invalid, loc, and where they are valid."""
         params = self._parse(method, args, kwds)
         *shapes, loc, scale = params if "scale" in self.keywords else params + [_float(1.0)]
         # Two masks, so that a constant parameter stays one (no zero tangent for it).
@@ -154,9 +158,36 @@ class _Distribution:
             valid_shapes = self.argcheck(*shapes)
             shapes = [fnp.where(valid_shapes, s, safe) for s, safe in zip(shapes, self.safe_shapes)]
             valid = _and(valid, valid_shapes)
+        return shapes, loc, scale, valid
+
+    def _prepare(self, method: str, x: ArrayLike, args: tuple[Any, ...], kwds: dict[str, Any]
+                 ) -> tuple[Any, list[Any], Any, Any, Any, Any]:
+        """(y, shapes, scale, valid, lo, hi): the standardized point (x - loc) / scale,
+        the shape parameters and scale with safe values where they are invalid,
+        where they are valid, and the ends of the support."""
+        shapes, loc, scale, valid = self._parameters(method, args, kwds)
         y = fnp.divide(fnp.subtract(_float(x), loc), scale)
         lo, hi = self.support(*shapes)
         return y, shapes, scale, valid, lo, hi
+
+    @_quietly
+    def _quantile(self, method: str, fn: Fn, q: ArrayLike, args: tuple[Any, ...], kwds: dict[str, Any],
+                  ends: Fn) -> Array:
+        """SciPy's ppf and isf: loc + scale * fn(q) for 0 < q < 1, the ends `ends(lo, hi)`
+        of the support (moved by loc and scale, unless infinite) at q == 0 and q == 1,
+        and nan for other q, invalid parameters and a nan loc. The ends are constants
+        in q (as the tails are at the ends of the support)."""
+        shapes, loc, scale, valid = self._parameters(method, args, kwds)
+        q = _float(q)
+        inside = _and(fnp.less(0, q), fnp.less(q, 1))
+        at_zero, at_one = ends(*self.support(*shapes))
+        end = fnp.where(fnp.equal(q, 0), at_zero, at_one)
+        infinite = fnp.isinf(end)
+        y = fnp.where(inside, fn(fnp.where(inside, q, 0.5), *shapes), fnp.where(infinite, 0.0, end))
+        moved = fnp.add(fnp.multiply(y, scale), loc)
+        value = fnp.where(fnp.logical_or(inside, fnp.logical_not(infinite)), moved, end)
+        valid = _and(valid, fnp.logical_not(fnp.isnan(loc)), fnp.less_equal(0, q), fnp.less_equal(q, 1))
+        return _result(fnp.where(valid, value, np.nan))
 
     def _inside(self, mask: Any, y: Any) -> Array:
         return fnp.where(mask, y, self.inner)
@@ -231,6 +262,24 @@ class _Continuous(_Distribution):
         return self._tail("logsf", self._logsf, x, args, kwds, 0.0, -np.inf)
 
 
+class _InvertibleContinuous(_Continuous):
+    """A continuous distribution with SciPy's ppf and isf, from the inverses `ppf`
+    and `isf` of the standard form's cdf and sf, each taking 0 < q < 1."""
+
+    def __init__(self, name: str, logpdf: Fn, cdf: Fn, *, ppf: Fn, isf: Fn, **kwargs: Any) -> None:
+        super().__init__(name, logpdf, cdf, **kwargs)
+        self._ppf = ppf
+        self._isf = isf
+
+    def ppf(self, q: ArrayLike, *args: ArrayLike, **kwds: ArrayLike) -> Array:
+        """The percent point function, the inverse of cdf: the x with P(X <= x) = q."""
+        return self._quantile("ppf", self._ppf, q, args, kwds, lambda lo, hi: (lo, hi))
+
+    def isf(self, q: ArrayLike, *args: ArrayLike, **kwds: ArrayLike) -> Array:
+        """The inverse survival function, the inverse of sf: the x with P(X > x) = q."""
+        return self._quantile("isf", self._isf, q, args, kwds, lambda lo, hi: (hi, lo))
+
+
 class _Discrete(_Distribution):
     """A discrete distribution of scipy.stats on integers, from the functions of
     its standard form (loc 0): `logpmf` at an integer k of the support, `cdf` and
@@ -287,6 +336,20 @@ class _Discrete(_Distribution):
         return self._tail("logsf", self._logsf, k, args, kwds, 0.0, -np.inf)
 
 
+class _InvertibleDiscrete(_Discrete):
+    """A discrete distribution with SciPy's ppf, from `ppf` of its standard form:
+    the least k with cdf(k) >= q, for 0 < q < 1 (and lo - 1 at q == 0, SciPy's
+    convention)."""
+
+    def __init__(self, name: str, logpmf: Fn, cdf: Fn, sf: Fn, *, ppf: Fn, **kwargs: Any) -> None:
+        super().__init__(name, logpmf, cdf, sf, **kwargs)
+        self._ppf = ppf
+
+    def ppf(self, q: ArrayLike, *args: ArrayLike, **kwds: ArrayLike) -> Array:
+        """The percent point function: the least k with P(K <= k) >= q (its derivative is 0)."""
+        return self._quantile("ppf", self._ppf, q, args, kwds, lambda lo, hi: (fnp.subtract(lo, 1.0), hi))
+
+
 # --- the continuous distributions ---------------------------------------------------------
 
 
@@ -294,14 +357,17 @@ def _norm_logpdf(y: Any) -> Array:
     return -0.5 * fnp.square(y) - 0.5 * _LOG_2PI
 
 
-norm = _Continuous(
+norm = _InvertibleContinuous(
     "norm", _norm_logpdf,
     cdf=fsp.ndtr, sf=lambda y: fsp.ndtr(-y), logcdf=fsp.log_ndtr, logsf=lambda y: fsp.log_ndtr(-y),
+    ppf=fsp.ndtri, isf=lambda q: -fsp.ndtri(q),
 )
 norm.__doc__ = """The normal distribution N(loc, scale**2): norm.logpdf(x, loc=0, scale=1), ...
 
 >>> norm.cdf(1.0, loc=1.0, scale=3.0)
 np.float64(0.5)
+>>> norm.ppf(0.5, loc=2.0)
+np.float64(2.0)
 """
 
 
@@ -388,10 +454,10 @@ np.float64(1.5)
 """
 
 
-expon = _Continuous(
+expon = _InvertibleContinuous(
     "expon", lambda y: -y, support=_positive_half_line, inner=1.0,
     cdf=lambda y: -fnp.expm1(-y), logcdf=lambda y: fnp.log1p(-fnp.exp(-y)), sf=lambda y: fnp.exp(-y),
-    logsf=lambda y: -y,
+    logsf=lambda y: -y, ppf=lambda q: -fnp.log1p(-q), isf=lambda q: -fnp.log(q),
 )
 expon.__doc__ = """The exponential distribution with rate 1/scale: expon.logpdf(x, loc=0, scale=1), ...
 
@@ -438,9 +504,10 @@ def _logistic_logpdf(y: Any) -> Array:
     return -(fnp.logaddexp(0.0, y) + fnp.logaddexp(0.0, -y))
 
 
-logistic = _Continuous(
+logistic = _InvertibleContinuous(
     "logistic", _logistic_logpdf,
     cdf=fsp.expit, sf=lambda y: fsp.expit(-y), logcdf=_log_expit, logsf=lambda y: _log_expit(-y),
+    ppf=fsp.logit, isf=lambda q: -fsp.logit(q),
 )
 logistic.__doc__ = """The logistic distribution: logistic.logpdf(x, loc=0, scale=1), ...
 
@@ -458,9 +525,20 @@ def _cauchy_logpdf(y: Any) -> Array:
     return -_LOG_PI - fnp.where(small, fnp.log1p(fnp.square(near)), far_part)
 
 
-cauchy = _Continuous(
+def _cauchy_ppf(q: Any) -> Array:
+    """tan(pi (q - 1/2)): in the tails as -1 / tan(pi p) for p = q or q - 1 (SciPy's,
+    Boost's), which keeps the digits of a small q or 1 - q; in the middle as
+    tan(pi (q - 1/2)) itself, exact in q - 1/2 (Boost's loses digits near 1/2)."""
+    middle = _and(fnp.less_equal(0.25, q), fnp.less_equal(q, 0.75))
+    p = fnp.where(middle, 0.125, fnp.where(fnp.greater(q, 0.5), fnp.subtract(q, 1.0), q))
+    tail = -1.0 / fnp.tan(np.pi * p)
+    return fnp.where(middle, fnp.tan(np.pi * fnp.subtract(fnp.where(middle, q, 0.5), 0.5)), tail)
+
+
+cauchy = _InvertibleContinuous(
     "cauchy", _cauchy_logpdf,
     cdf=lambda y: fnp.arctan2(1.0, -y) / np.pi, sf=lambda y: fnp.arctan2(1.0, y) / np.pi,
+    ppf=_cauchy_ppf, isf=lambda q: -_cauchy_ppf(q),
 )
 cauchy.__doc__ = """The Cauchy distribution: cauchy.logpdf(x, loc=0, scale=1), ...
 
@@ -469,9 +547,10 @@ np.float64(0.75)
 """
 
 
-uniform = _Continuous(
+uniform = _InvertibleContinuous(
     "uniform", lambda y: fnp.zeros_like(y), support=_unit_interval, inner=0.5,
     cdf=lambda y: y, sf=lambda y: 1.0 - y, logcdf=fnp.log, logsf=lambda y: fnp.log1p(-y),
+    ppf=lambda q: q, isf=lambda q: 1.0 - q,
 )
 uniform.__doc__ = """The uniform distribution on [loc, loc + scale]: uniform.logpdf(x, loc=0, scale=1), ...
 
@@ -522,8 +601,9 @@ np.float64(0.5)
 """
 
 
-bernoulli = _Discrete(
+bernoulli = _InvertibleDiscrete(
     "bernoulli", lambda k, p: fnp.add(fsp.xlogy(k, p), fsp.xlog1py(1 - k, -p)),
+    ppf=lambda q, p: fnp.where(fnp.less_equal(q, 1.0 - p), 0.0, 1.0),
     shapes=("p",), safe_shapes=(0.5,), argcheck=lambda p: _and(fnp.greater_equal(p, 0), fnp.less_equal(p, 1)),
     support=lambda p: (0.0, 1.0),
     cdf=lambda k, p: 1.0 - p, sf=lambda k, p: p,

@@ -116,12 +116,98 @@ def test_cov_of_complex_integers_and_errors():
     check_like_numpy(lambda m: fnp.cov(m), np.arange(6).reshape(2, 3), order=0)
     with pytest.raises(ValueError, match="m has more than 2 dimensions"):
         fgrad.jit(fnp.cov)(T234)
-    with pytest.raises(NotImplementedError, match="fgrad.numpy.cov supports no fweights or aweights"):
-        fgrad.jit(lambda m: fnp.cov(m, aweights=np.ones(5)))(M35)
     with pytest.raises(ValueError, match="ddof must be integer"):
         fgrad.jit(lambda m: fnp.cov(m, ddof=1.5))(M35)
     with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice"):
         fgrad.jit(lambda m: fnp.cov(m, ddof=5))(M35)
+
+
+FW5 = np.array([1, 3, 0, 2, 1])
+AW5 = np.array([0.4, 1.3, 2.0, 0.7, 1.1])
+
+
+@pytest.mark.parametrize("weights", [{"fweights": FW5}, {"aweights": AW5}, {"fweights": FW5, "aweights": AW5}])
+@pytest.mark.parametrize("args, kwargs", [
+    ((M35,), {}), ((M35,), {"bias": True}), ((M35,), {"ddof": 0}), ((M35,), {"ddof": 2}), ((M35,), {"ddof": 1, "bias": True}),
+    ((M35.T,), {"rowvar": False}), ((M35[0],), {}), ((M35[0], M35[1]), {"bias": True}),
+    ((M35[:2].T, R.normal(size=(5, 1))), {"rowvar": False}), ((M35.astype(np.float32),), {}),
+])
+def test_cov_with_weights_like_numpy(weights, args, kwargs):
+    # Issue 25: fweights and aweights under a transform. Values are NumPy's, derivatives in m
+    # (and y) to order 2, vmap against a loop, jit against eager.
+    f = lambda *a: fnp.cov(*a, **kwargs, **weights)
+    check_like_numpy(f, *args, order=2 if args[0].dtype == np.float64 else 0)
+    check_vmap_and_jit(f, *args)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"bias": True}, {"ddof": 3}, {"fweights": FW5}, {"fweights": FW5, "ddof": 0}])
+def test_cov_derivatives_in_aweights(kwargs):
+    f = lambda m, a: fnp.cov(m, aweights=a, **kwargs)
+    check_like_numpy(f, M35, AW5)
+    check_vmap_and_jit(f, M35, AW5)
+    check_grads(lambda a: fnp.cov(M35[0], aweights=a, **kwargs), (AW5,), order=2)  # a 0-d result
+
+
+def test_cov_weights_of_complex_data_and_integer_weights():
+    c = M35 + 1j * M35[::-1]
+    check_like_numpy(lambda m: fnp.cov(m, fweights=FW5, aweights=AW5), c, order=0)
+    check_like_numpy(lambda m: fnp.cov(m, fweights=FW5.tolist(), aweights=[1, 2, 1, 1, 3]), M35)
+    check_like_numpy(lambda m: fnp.cov(m, aweights=AW5), np.arange(15).reshape(3, 5), order=0)
+
+
+COV_WEIGHT_ERRORS = [
+    ({"fweights": [1, 2.5, 1, 1, 1]}, TypeError, "fweights must be integer: they count repeated observations"),
+    ({"fweights": np.ones((1, 5))}, RuntimeError, r"cannot handle multidimensional fweights: got shape \(1, 5\)"),
+    ({"aweights": np.ones((5, 1))}, RuntimeError, "cannot handle multidimensional aweights"),
+    ({"fweights": [1, 2, 3]}, RuntimeError, r"incompatible numbers of samples and fweights: 5 observations, "
+                                            r"fweights of shape \(3,\)"),
+    ({"aweights": np.ones(4)}, RuntimeError, "incompatible numbers of samples and aweights"),
+    ({"aweights": 2.0}, IndexError, r"aweights of shape \(\)"),
+    ({"fweights": [1, -2, 1, 1, 1]}, ValueError, r"fweights cannot be negative, got \[ 1. -2."),
+    ({"aweights": [1.0, 1.0, -0.5, 1.0, 1.0]}, ValueError, "aweights cannot be negative"),
+    ({"aweights": np.zeros(5)}, ZeroDivisionError, "Weights sum to zero, can't be normalized"),
+    ({"fweights": [1j, 1, 1, 1, 1]}, TypeError, "fweights must be real, got a complex128 array"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, message", COV_WEIGHT_ERRORS)
+def test_cov_weight_errors_like_numpy(kwargs, error, message):
+    # NumPy's exception types; its messages begin fgrad's (but for the complex weights, where
+    # NumPy's is float()'s), which say more. Under grad the weights' values are known and checked.
+    with pytest.raises(error):
+        np.cov(M35, **kwargs)
+    for f in [fgrad.jit(lambda m: fnp.cov(m, **kwargs)), fgrad.grad(lambda m: fnp.sum(fnp.cov(m, **kwargs)))]:
+        with pytest.raises(error, match=message):
+            f(M35)
+    if "aweights" in kwargs and np.ndim(kwargs["aweights"]) == 1 and np.size(kwargs["aweights"]) == 5:
+        with pytest.raises(error, match=message):
+            fgrad.grad(lambda a: fnp.sum(fnp.cov(M35, aweights=a)))(np.asarray(kwargs["aweights"], float))
+
+
+def test_cov_weights_whose_values_are_unknown_give_nan_for_numpys_errors():
+    f = fgrad.jit(lambda m, fw, aw: fnp.cov(m, fweights=fw, aweights=aw))
+    np.testing.assert_allclose(f(M35, FW5, AW5), np.cov(M35, fweights=FW5, aweights=AW5), rtol=1e-14)
+    for fw, aw in [([1, 1.5, 1, 1, 1], AW5), ([1, -1, 1, 1, 1], AW5), (FW5, [1, 1, -1, 1, 1]), (FW5, np.zeros(5))]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            assert np.isnan(f(M35, np.array(fw, float), np.array(aw, float))).all()
+    with pytest.raises(RuntimeError, match="incompatible numbers of samples and fweights"):
+        f(M35, np.ones(4), AW5)  # shapes are known under jit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        batch = fgrad.vmap(lambda aw: fnp.cov(M35, aweights=aw))(np.stack([AW5, -AW5]))
+    np.testing.assert_allclose(batch[0], np.cov(M35, aweights=AW5), rtol=1e-14)
+    assert np.isnan(batch[1]).all()
+
+
+def test_cov_with_weights_and_no_degrees_of_freedom_left():
+    # NumPy: fact = sum(w) - ddof <= 0 warns and divides by 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice"):
+            expected = np.cov(M35, fweights=[1, 0, 0, 0, 0])
+        with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0 for slice"):
+            got = staged(lambda m: fnp.cov(m, fweights=[1, 0, 0, 0, 0]), M35)
+        np.testing.assert_array_equal(got, expected)
+        jitted = fgrad.jit(lambda m, fw: fnp.cov(m, fweights=fw))(M35, np.array([1.0, 0, 0, 0, 0]))
+    np.testing.assert_array_equal(jitted, expected)
 
 
 # --- quantile, percentile, nanmedian ---
