@@ -312,21 +312,26 @@ def _restore_where_types_change(
     their operands instead would change the avals of `eqn`'s results (a weak
     operand with no strong one beside it keeps a result weak), or `eqn` has
     jaxprs of its own (whose input avals are fixed)."""
-    dropped = [a for a in eqn.invars if type(a) is Var and a in pending]
+    dropped = list(dict.fromkeys(a for a in eqn.invars if type(a) is Var and a in pending))  # `mul a a`: once
     if not dropped:
         return
-    renamed = _renamed(eqn, env)
-    if not sub_jaxprs(renamed):
-        try:
-            avals = renamed.primitive.abstract_eval(*[a.aval for a in renamed.invars], **renamed.params)
-        except Exception:  # noqa: BLE001 - any failure means: keep the equations as they were
-            avals = None
-        if avals is not None:
-            avals = list(avals) if renamed.primitive.multiple_results else [avals]
-            if len(avals) == len(eqn.outvars) and all(a is v.aval for a, v in zip(avals, eqn.outvars)):
-                return
-    for v in dropped:
-        _restore(v, env, pending, eqns, producer)
+    if sub_jaxprs(eqn):
+        for v in dropped:
+            _restore(v, env, pending, eqns, producer)
+        return
+    # Put back as few as keep the avals: one strong operand beside weak ones is enough.
+    while dropped and not _same_avals(_renamed(eqn, env), eqn.outvars):
+        _restore(dropped.pop(0), env, pending, eqns, producer)
+
+
+def _same_avals(eqn: JaxprEqn, outvars: list[Var]) -> bool:
+    """Whether `eqn`, on its operands' avals, gives those of `outvars`."""
+    try:
+        avals = eqn.primitive.abstract_eval(*[a.aval for a in eqn.invars], **eqn.params)
+    except Exception:  # noqa: BLE001 - any failure means: keep the equations as they were
+        return False
+    avals = list(avals) if eqn.primitive.multiple_results else [avals]
+    return len(avals) == len(outvars) and all(a is v.aval for a, v in zip(avals, outvars))
 
 
 def _restore(

@@ -56,21 +56,23 @@ def _dtype_sample(aval: ShapedArray) -> Any:
 
 
 def _compute_aval(
-    np_fn: Callable[..., Any], avals: tuple[ShapedArray, ...], params: dict[str, Any]
+    np_fn: Callable[..., Any], avals: tuple[ShapedArray, ...], params: dict[str, Any],
+    keeps_weak: bool = False,
 ) -> ShapedArray:
     shape = broadcast_shapes(*(a.shape for a in avals))
-    if all(a.weak_type for a in avals):
-        samples = [np.empty(0, a.dtype) for a in avals]
-    else:
-        samples = [_dtype_sample(a) for a in avals]
+    weak = all(a.weak_type for a in avals)
+    samples = [np.empty(0, a.dtype) for a in avals] if weak else [_dtype_sample(a) for a in avals]
     with np.errstate(all="ignore"):
         dtype = np.result_type(np_fn(*samples, **params))
-    return ShapedArray(shape, dtype)
+    # Python's arithmetic on Python numbers gives a Python number, weakly typed as
+    # they are (JAX's rule too: `x * (n - 1)` keeps a float32 x's dtype), where the
+    # implementation makes one (`keeps_weak`); a comparison's bool is strong.
+    return ShapedArray(shape, dtype, keeps_weak and weak and dtype.kind != "b")
 
 
-def _elementwise_aval(np_fn: Callable[..., Any]) -> Callable[..., ShapedArray]:
+def _elementwise_aval(np_fn: Callable[..., Any], keeps_weak: bool = False) -> Callable[..., ShapedArray]:
     def compute(*avals: ShapedArray, **params: Any) -> ShapedArray:
-        return _compute_aval(np_fn, avals, params)
+        return _compute_aval(np_fn, avals, params, keeps_weak)
 
     return cached_aval(compute)
 
@@ -84,14 +86,18 @@ PYTHON_SCALAR_TYPES = frozenset({bool, int, float, complex})
 def _operator_impl(op: Callable[..., Any], np_fn: Callable[..., Any]) -> Callable[..., Any]:
     """NumPy's binary ufunc through Python's operator: the same result, but NumPy
     scalars take their fast scalar path (about 10x faster than a ufunc call).
-    Two Python scalars go to the ufunc, so that 1.0 / 0.0 is inf, not an error."""
+    Two Python scalars go to the ufunc, so that 1.0 / 0.0 is inf, not an error,
+    and give a Python number (weakly typed, as the aval says: `keeps_weak`)
+    unless the result is a bool."""
 
     def impl(x: Any, y: Any) -> Any:
         if type(x) in PYTHON_SCALAR_TYPES and type(y) in PYTHON_SCALAR_TYPES:
-            return np_fn(x, y)
+            out = np_fn(x, y)
+            return out if out.dtype.kind == "b" else out.item()
         return op(x, y)
 
     impl.__name__ = np_fn.__name__
+    impl.keeps_weak = True  # type: ignore[attr-defined]
     return impl
 
 
@@ -102,7 +108,7 @@ def elementwise(
     with respect to each argument (see `JVPFactors`). With no factors the
     output has no derivative (comparisons, sign, rounding). `impl` replaces
     `np_fn` for evaluation when it computes the same thing faster."""
-    prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn))
+    prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn, getattr(impl, "keeps_weak", False)))
     elementwise_impls.add(prim)
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
@@ -153,7 +159,10 @@ def _linear_ct(x: Any, ct: Any) -> Any:
 # --- unary: d(out)/dx as a function of (ans, x) -------------------------------------
 
 def _neg_impl(x: Any) -> Any:
-    return np.negative(x) if type(x) in PYTHON_SCALAR_TYPES else -x
+    return np.negative(x).item() if type(x) in PYTHON_SCALAR_TYPES and type(x) is not bool else -x
+
+
+_neg_impl.keeps_weak = True  # type: ignore[attr-defined]
 
 
 neg_p = elementwise("neg", np.negative, -1, impl=_neg_impl)

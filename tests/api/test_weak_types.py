@@ -109,3 +109,28 @@ def test_a_python_number_argument_can_be_indexed_as_a_0d_array(transform):
            "jacfwd": lambda: fgrad.jacfwd(f)(1.5), "hessian": lambda: fgrad.hessian(f)(1.5)}[transform]()
     want = {"hessian": 6 * 1.5}.get(transform, 3 * 1.5 ** 2)
     assert float(got) == pytest.approx(want, rel=1e-15)
+
+
+def g(x, n):
+    return x * (n - 1) + (-n) * 2 + n / 2
+
+
+@pytest.mark.parametrize("x, n", params())
+def test_arithmetic_on_python_numbers_stays_weak_under_every_transform(x, n):
+    # `n - 1` of a Python number is a Python number in NumPy: it does not widen x.
+    want = g(x, n)
+    same(fgrad.jit(g)(x, n), want)
+    same(fgrad.vmap(g, in_axes=(0, None))(x, n), want)
+    same(fgrad.jvp(g, (x, n), (x, n))[0], want)
+    same(fgrad.jit(lambda x: g(x, n))(x), want)
+    if x.dtype.kind == "f":
+        same(fgrad.grad(lambda x, n: fnp.sum(fnp.real(g(x, n))))(x, n), np.real(np.ones_like(x) * (n - 1)))
+        same(fgrad.jit(fgrad.grad(lambda x, n: fnp.sum(fnp.real(g(x, n)))))(x, n),
+             np.real(np.ones_like(x) * (n - 1)))
+
+
+def test_a_comparison_of_python_numbers_is_a_bool_and_a_python_division_by_zero_is_numpys():
+    assert fgrad.jit(lambda a, b: a < b)(1, 2) is not True  # NumPy's bool, as eagerly
+    with np.errstate(divide="ignore"):
+        assert fgrad.jit(lambda a, b: a / b)(1.0, 0.0) == np.inf
+        assert fgrad.jit(lambda a, b: (a / b) * np.float32(1))(1.0, 0.0).dtype == np.float32

@@ -354,11 +354,16 @@ def test_jit_of_the_seed_gradient_has_no_product_with_one():
     def f(x1, x2):
         return fnp.log(x1) + x1 * x2 - fnp.exp(x2)
 
-    lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(2.0, 5.0)  # weak Python floats
+    lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(np.float64(2.0), 5.0)  # 5.0 weak
     assert "mul 1.0" not in str(lowered.jaxpr)
-    got = fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(2.0, 5.0)
-    np.testing.assert_allclose(got, (1 / 2.0 + 5.0, 2.0 - np.exp(5.0)), rtol=1e-15)
-    assert all(type(g) is np.float64 for g in got)
+    # With two Python floats, 1 / x1 is a Python float too (weak), and so would be its sum with
+    # x2: the seed's product with one of them stays, keeping the sum's type (float64 here).
+    lowered = fgrad.jit(fgrad.grad(f, argnums=(0, 1))).lower(2.0, 5.0)
+    assert str(lowered.jaxpr).count("mul 1.0") == 1
+    for args in ((2.0, 5.0), (np.float64(2.0), 5.0)):
+        got = fgrad.jit(fgrad.grad(f, argnums=(0, 1)))(*args)
+        np.testing.assert_allclose(got, (1 / 2.0 + 5.0, 2.0 - np.exp(5.0)), rtol=1e-15)
+        assert all(type(g) is np.float64 for g in got)
 
 
 def test_simplify_renames_every_use_and_the_outputs():
