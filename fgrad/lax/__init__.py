@@ -3,8 +3,8 @@
 of JAX's `lax` that JAX programs commonly call, written on fgrad.numpy:
 `associative_scan`, the dynamic slices (`dynamic_slice`,
 `dynamic_update_slice` and their one-axis forms), `dot`, `dot_general` and
-`Precision`; and the windowed reductions (`reduce_window`), on fgrad's
-window primitives.
+`Precision`; and the convolutions (`conv_general_dilated`, `conv_transpose`,
+...) and windowed reductions (`reduce_window`), on fgrad's window primitives.
 
 Each is one primitive whose functions are closed jaxprs (one module per
 primitive, with its rules), so that it works where Python control flow
@@ -40,8 +40,9 @@ __all__ = [
 ]
 
 
-# Windowed reductions (stax's MaxPool, AvgPool), as JAX's lax has them.
-from . import windowed  # noqa: E402
+# Convolutions and windowed reductions (stax's Conv, MaxPool, AvgPool), as JAX's lax has them.
+from . import convolution, windowed  # noqa: E402
+from .convolution import *  # noqa: E402, F403
 from .windowed import *  # noqa: E402, F403
 
-__all__ += windowed.__all__
+__all__ += [*convolution.__all__, *windowed.__all__]

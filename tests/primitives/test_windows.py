@@ -1,7 +1,7 @@
 """The window primitives (window_patches, window_fold): patches equal a direct loop
 over windows, fold is their transpose (the adjoint identity), both differentiate to
 second order in both modes, run the same under jit, and say what is wrong with bad
-parameters."""
+parameters. BATCH_CASES also holds the convolutions and pooling written on them."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fgrad
+import fgrad.lax as lax
 import fgrad.numpy as fnp
 from fgrad.primitives import windows
 from fgrad.test_util import check_grads
@@ -24,6 +25,24 @@ _FOLD_SHAPE = (3, 2, 4)
 BATCH_CASES = {
     "window_patches": (lambda x: windows.window_patches(x, **_PARAMS), [_FOLD_SHAPE], "real"),
     "window_fold": (lambda c: windows.window_fold(c, shape=_FOLD_SHAPE, **_PARAMS), [(5, 2, 2, 2, 2)], "real"),
+    "conv_general_dilated": (
+        lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2)),
+        [(1, 2, 4, 3), (2, 2, 2, 2)], "real"),
+    "conv_depthwise_nhwc": (
+        lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                              feature_group_count=2),
+        [(1, 4, 3, 2), (2, 2, 1, 4)], "real"),
+    "conv_batch_groups": (
+        lambda x, w: lax.conv_general_dilated(x, w, (1,), [(1, 0)], batch_group_count=2),
+        [(4, 2, 5), (2, 2, 2)], "real"),
+    "conv_transpose": (lambda x, w: lax.conv_transpose(x, w, (2,), "SAME"), [(1, 3, 2), (2, 2, 3)], "real"),
+    "reduce_window_max": (
+        lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 3), (2, 1), "SAME"), [(4, 5)], "real"),
+    "reduce_window_sum_dilated": (
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), [(1, 1), (0, 1)], (2, 1), (1, 2)),
+        [(3, 4)], "real"),
+    "reduce_window_generic": (
+        lambda x: lax.reduce_window(x, -np.inf, fnp.logaddexp, (3,), (1,), "SAME"), [(5,)], "real"),
 }
 
 
