@@ -26,7 +26,7 @@ DOCS = Path(__file__).resolve().parent
 MODULES = [
     ("fgrad", "The transformations, custom rules, the IR and the errors."),
     ("fgrad.lax", "Structured control flow, each one primitive on closed jaxprs; and JAX's dynamic slices, "
-                  "associative scan and general products, written on fgrad.numpy."),
+                  "associative scan, general products, convolutions and windowed reductions."),
     ("fgrad.random", "JAX-style explicit keys on NumPy's Philox."),
     ("fgrad.nn", "JAX's activations and normalisations of neural networks (jax.nn)."),
     ("fgrad.nn.initializers", "JAX's weight initializers (jax.nn.initializers), on fgrad.random's keys."),

@@ -172,7 +172,7 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     filename = _source_file(source)
     exec(compile(source, filename, "exec"), writer.namespace)
     compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
-    weakref.finalize(compiled, linecache.cache.pop, filename, None)
+    weakref.finalize(compiled, _released.append, filename)
     return compiled
 
 
@@ -248,17 +248,27 @@ def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
     filename = _source_file(source, f" on {library.name}")
     exec(compile(source, filename, "exec"), namespace)
     compiled = CompiledJaxpr(namespace["jitted"], source)
-    weakref.finalize(compiled, linecache.cache.pop, filename, None)
+    weakref.finalize(compiled, _released.append, filename)
     return compiled
 
 
 _numbers = itertools.count()
+# The files of compiled functions that are gone, taken out of linecache at the next
+# compile: not by the finalizer itself, which the garbage collector may run while
+# linecache.checkcache walks the cache (doctest and pdb call it), whose lookup of a
+# name it listed would then fail.
+_released: list[str] = []
 
 
 def _source_file(source: str, suffix: str = "") -> str:
     """A file name of its own for generated `source`, which linecache then knows (until the
     compiled function goes): tracebacks show its lines, and NumPy's warnings from it can be
     told which operation they come from."""
+    while _released:
+        try:
+            linecache.cache.pop(_released.pop(), None)
+        except IndexError:  # another thread took the last one
+            break
     filename = f"<fgrad.jit{suffix} #{next(_numbers)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return filename

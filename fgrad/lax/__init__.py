@@ -3,7 +3,8 @@
 of JAX's `lax` that JAX programs commonly call, written on fgrad.numpy:
 `associative_scan`, the dynamic slices (`dynamic_slice`,
 `dynamic_update_slice` and their one-axis forms), `dot`, `dot_general` and
-`Precision`.
+`Precision`; and the convolutions (`conv_general_dilated`, `conv_transpose`,
+...) and windowed reductions (`reduce_window`), on fgrad's window primitives.
 
 Each is one primitive whose functions are closed jaxprs (one module per
 primitive, with its rules), so that it works where Python control flow
@@ -38,3 +39,10 @@ __all__ = [
     "dot", "dot_general", "Precision",
 ]
 
+
+# Convolutions and windowed reductions (stax's Conv, MaxPool, AvgPool), as JAX's lax has them.
+from . import convolution, windowed  # noqa: E402
+from .convolution import *  # noqa: E402, F403
+from .windowed import *  # noqa: E402, F403
+
+__all__ += [*convolution.__all__, *windowed.__all__]

@@ -19,6 +19,7 @@
 | gather | gather scatter_add scatter_set scatter_mul scatter_min scatter_max scatter_mul_cofactors |
 | special | erf erfc erf_inv lgamma digamma polygamma logistic logit xlogy xlog1py entr |
 | fft | fft |
+| windows | window_patches window_fold |
 | scipy_special | gamma rgamma gammasgn beta betaln betainc betainc_grad_ab gammainc gammaincc |
 | | gammainc_grad_a erfcinv ndtri log_ndtr i0 i0e i1 i1e j0 j1 y0 y1 bessel_over_power zeta |
 | | riemann_zeta rel_entr kl_div erf_complex erfc_complex |
@@ -44,9 +45,10 @@ from . import (
     shapes,
     sorting,
     special,
+    windows,
 )
 
 __all__ = [
     "batching", "decompositions", "derivatives", "elementwise", "fft", "gather", "indexing", "linalg",
-    "reductions", "shapes", "sorting", "special",
+    "reductions", "shapes", "sorting", "special", "windows",
 ]
