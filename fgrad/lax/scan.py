@@ -17,9 +17,7 @@ Parameters: the body's closed `jaxpr`, `length`, `reverse`, `num_consts` and
   part is staged as a scan over them, and its transpose is a scan the other
   way, whose per-step products of two step values (a weight's cotangent)
   become one product of the stacks. `length` steps of residuals are kept
-  (use `checkpoint` on the body to keep only its inputs). A body holding a
-  `while_loop` is unrolled where the values are known, as the while_loop
-  unrolls itself there, so that its higher derivatives work eagerly;
+  (use `checkpoint` on the body to keep only its inputs);
 * vmap batches the carry to a fixpoint, and moves the batch axis of the xs
   behind the scanned one; the ys come out batched along axis 1.
 """
@@ -44,20 +42,18 @@ from ..core.rules import (
     jvp_rules,
     transpose_rules,
 )
-from ..core.trace import Primitive, ctx
+from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
 from ..ir.evaluate import eval_jaxpr
-from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from ..ir.passes import dce_closed_jaxpr, has_effects
 from ..ir.staging import trace_to_jaxpr
-from ..primitives import batching, indexing, linalg, shapes
+from ..primitives import batching, linalg, shapes
 from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
-from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
-from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
 from ._common import (
@@ -65,14 +61,12 @@ from ._common import (
     avals_of,
     carry_fixpoint,
     check_same,
-    concrete,
     depends_on,
     indented,
     leaves_of,
     linear_carries,
     permuted,
     stack_now,
-    stacked,
     stage,
 )
 from .loops import Pair, Parts
@@ -162,11 +156,6 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
     # the other direction. Residuals that depend only on the constants (W in
     # h @ W) are computed once, not stacked.
     nk, nc = num_consts, num_carry
-    if _holds_a_while(jaxpr.jaxpr) and all(concrete(x) is not None for x in primals):
-        # A while_loop's reverse mode on a tape differentiates once: where the values are
-        # known, the steps are unrolled onto the differentiation instead, as the
-        # while_loop unrolls itself, so that higher derivatives work (eagerly).
-        return _scan_linearize_unrolled(trace, primals, tangents, jaxpr, length, reverse, nk, nc)
     consts, init, xs = _split(primals, nk, nc)
     const_t, init_t, xs_t = _split(tangents, nk, nc)
     split = _split_body(jaxpr, tuple(t is not None for t in tangents), nk, nc)
@@ -188,40 +177,6 @@ def _scan_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[An
         "num_consts": len(invariant) + sum(t is not None for t in const_t), "num_carry": len(carry_t)})
     it = iter(t_outs)
     return primals_out, [next(it) if nz else None for nz in split.out_nonzeros]
-
-
-def _holds_a_while(jaxpr: Jaxpr) -> bool:
-    """Whether `jaxpr` has a while_loop, in a sub-jaxpr too."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "while":
-            return True
-        subs = [sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for _, sub in sub_jaxprs(eqn)]
-        if any(_holds_a_while(sub) for sub in subs):
-            return True
-    return False
-
-
-def _scan_linearize_unrolled(trace: LinearizeTrace, primals: list[Any], tangents: list[Any],
-                             jaxpr: ClosedJaxpr, length: int, reverse: bool, num_consts: int,
-                             num_carry: int) -> Pair:
-    """Reverse mode of a scan as its steps one after the other, each differentiated
-    with its equations' own rules: residuals are those of `length` steps."""
-    consts, carry, xs = _split(with_tangents(trace, primals, tangents), num_consts, num_carry)
-    ys: list[list[Any]] = []
-    prev, ctx.trace = ctx.trace, trace  # slicing and stacking are differentiated too
-    try:
-        for i in (range(length - 1, -1, -1) if reverse else range(length)):
-            slices = [indexing.getitem(x, idx=StaticIndex((i,))) for x in xs]
-            outs = run_on(trace, jaxpr, [*consts, *carry, *slices])
-            carry, y = outs[:num_carry], outs[num_carry:]
-            ys.append(y)
-        if reverse:
-            ys.reverse()
-        stacked_ys = [stacked([y[k] for y in ys]) if length else stack_now([], a)
-                      for k, a in enumerate(jaxpr.out_avals[num_carry:])]
-    finally:
-        ctx.trace = prev
-    return split_tangents(trace, [*carry, *stacked_ys])
 
 
 class _Split:

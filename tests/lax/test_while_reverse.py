@@ -101,3 +101,29 @@ def test_the_jaxpr_of_a_second_derivative_does_not_unroll_the_loop():
     names = [e.primitive.name for e in closed.eqns]
     assert names.count("while_tape") >= 1 and names.count("tape_scan") >= 2
     assert len(closed.eqns) < 60
+
+
+def test_a_scan_whose_body_holds_a_while_loop_to_second_order_eagerly_and_under_jit():
+    # The scan stacks each step's tape; its linear part runs the tape loops per step.
+    def f(x, xs):
+        def step(c, a):
+            r = newton_sqrt(a)
+            return c * r + fnp.sin(c), r
+
+        c, ys = lax.scan(step, x, xs)
+        return c + fnp.sum(ys ** 2)
+
+    def unrolled(x, xs):
+        c, ys = x, []
+        for a in xs:
+            c = c * fnp.sqrt(a) + fnp.sin(c)
+            ys.append(fnp.sqrt(a))
+        return c + fnp.sum(fnp.stack(ys) ** 2)
+
+    x, xs = 0.3, np.array([2.0, 3.0, 0.5])
+    for transform in (fgrad.grad, fgrad.hessian):
+        for argnums in (0, 1):
+            want = transform(unrolled, argnums=argnums)(x, xs)
+            np.testing.assert_allclose(transform(f, argnums=argnums)(x, xs), want, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(fgrad.jit(transform(f, argnums=argnums))(x, xs), want, rtol=1e-10,
+                                       atol=1e-12)
