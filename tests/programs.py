@@ -504,8 +504,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 _ALL_KINDS = tuple(k for family in FAMILIES.values() for k in family)
 #: Ops without custom_vjp (whose forward mode is a TypeError).
 FORWARD_KINDS = tuple(k for k in _ALL_KINDS if k not in ("soft_sign", "scaled_sin"))
-#: Ops with second derivatives: no jit (around a while_loop, it has none).
-HESSIAN_KINDS = tuple(k for k in FORWARD_KINDS if k != "inner_jit")
+#: Ops with second derivatives: all with forward mode (a while_loop's tape has every rule).
+HESSIAN_KINDS = FORWARD_KINDS
 
 _input_shapes = st.sampled_from([(), (1,), (3,), (2,), (2, 3), (3, 3), (2, 2), (1, 3), (3, 1), (2, 1, 3)])
 
@@ -675,31 +675,20 @@ def _op(draw: Any, program: Program, kinds: Sequence[str]) -> Op:
     if kind in ("inner_grad", "inner_jit", "inner_vmap") and (shape or kind != "inner_vmap"):
         return Op(kind, (i, draw(reg)), (("body", draw(st.sampled_from(("sin", "cos", "tanh")))),))
     if kind == "checkpoint":
-        bodies = _checkpoint_bodies(_bodies(kinds), kinds)
+        bodies = _bodies(kinds)
         return Op(kind, (i, draw(reg)), (("body", draw(bodies)), ("other", draw(bodies))))
     return Op(draw(st.sampled_from(["sin", "tanh", "square"])), (i,))
 
 
-def _checkpoint_bodies(bodies: st.SearchStrategy[Any], kinds: Sequence[str]) -> st.SearchStrategy[Any]:
-    """The bodies a checkpoint may hold: its reverse mode stages its body, so a
-    while_loop inside is differentiated on a tape, once, as under jit; programs
-    whose second derivatives are checked (no "inner_jit") leave it out."""
-    if "inner_jit" in kinds:
-        return bodies
-    return bodies.filter(lambda spec: "while" not in _names_in(spec))
-
-
 def _bodies(kinds: Sequence[str]) -> st.SearchStrategy[Any]:
     """Bodies of control flow, nested up to a few levels; no jit unless
-    "inner_jit" is among `kinds` (a second derivative of a while_loop under jit
-    is not supported), nor a while_loop inside a checkpoint then (see
-    _checkpoint_bodies)."""
+    "inner_jit" is among `kinds`."""
     leaves = st.sampled_from(tuple(u for u in _BODY_UNARY if u != "soft_sign" or "soft_sign" in kinds))
     wrappers = ["fori", "while", "scan"] + (["jit"] if "inner_jit" in kinds else [])
 
     def nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         return (st.tuples(st.just("cond"), inner, inner) | st.tuples(st.sampled_from(wrappers), inner)
-                | st.tuples(st.just("checkpoint"), _checkpoint_bodies(inner, kinds)))
+                | st.tuples(st.just("checkpoint"), inner))
 
     return st.recursive(leaves, nest, max_leaves=3)
 

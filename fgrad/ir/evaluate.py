@@ -23,7 +23,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> closed = fgrad.make_jaxpr(lambda x: x * 2.0)(1.0)
-    >>> eval_jaxpr(closed.jaxpr, closed.consts, 3.0)
+    >>> eval_jaxpr(closed.jaxpr, closed.consts, fnp.float64(3.0))
     [np.float64(6.0)]
     """
     if len(args) != len(jaxpr.invars):

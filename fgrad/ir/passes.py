@@ -157,7 +157,7 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
     jaxpr says, and large results built from small inputs.
 
     >>> import fgrad, fgrad.numpy as fnp
-    >>> print(fold_constants(fgrad.make_jaxpr(lambda x: x * fnp.negative(2.0))(1.0)))
+    >>> print(fold_constants(fgrad.make_jaxpr(lambda x: x * fnp.negative(fnp.float64(2.0)))(1.0)))
     { lambda ; a:f64[]. let b:f64[] = mul a -2.0:f64[] in (b,) }
     """
     known: dict[Var, Any] = dict(zip(closed.jaxpr.constvars, closed.consts))

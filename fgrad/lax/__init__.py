@@ -13,8 +13,8 @@ differs between examples. Eagerly `cond` runs one branch and the loops run
 as Python loops. Every transform composes with them, and reverse mode
 through `while_loop` (and `fori_loop` with traced bounds) works, unlike
 JAX's: the forward pass keeps each iteration's residuals, as many as there
-were iterations (unrolled as it runs under grad; on a tape whose length is
-found at run time under jit and vmap).
+were iterations, on a tape whose length is found as the loop runs, to any
+order of derivative.
 """
 
 from ..api.transformations import stop_gradient

@@ -10,16 +10,13 @@ numbers of constants of each. Rules:
   fixpoint (a carry gets a tangent when its update depends on one that has);
 * reverse mode keeps each iteration's residuals, as many as there were
   iterations, and the backward pass transposes the iterations in reverse
-  (JAX cannot: XLA needs a static number of iterations). Where the
-  condition's value is known as the loop runs (under grad, eagerly) the loop
-  is unrolled onto the differentiation; under jit or vmap (from the first
-  step where it is not known: vmap may batch a carry partway) the body is
-  linearized, `while_tape` runs the known part keeping the residuals on a
-  tape whose length is found at run time, and `tape_scan` runs the linear
-  part over the tape (its transpose: a `tape_scan` the other way). Both have
-  every rule, so derivatives of any order work under jit and vmap too.
-  Memory grows with the number of iterations times the residuals of one
-  (use `checkpoint` on the body to keep only its inputs);
+  (JAX cannot: XLA needs a static number of iterations): the body is
+  linearized once, `while_tape` runs the known part as the loop, keeping the
+  residuals on a tape whose length is found as it runs, and `tape_scan` runs
+  the linear part over the tape (its transpose: a `tape_scan` the other way),
+  eagerly and under jit and vmap alike. Both have every rule, so derivatives
+  of any order work. Memory grows with the number of iterations times the
+  residuals of one (use `checkpoint` on the body to keep only its inputs);
 * vmap batches the carry to a fixpoint; with a batched condition the loop
   runs until every example is done, each example's carry updated only while
   its own condition holds.
@@ -51,7 +48,6 @@ from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
 from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
-from ..transforms.call import run_on, split_tangents, with_tangents
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
 from ._common import (
@@ -60,7 +56,6 @@ from ._common import (
     carry_fixpoint,
     check_same,
     concrete,
-    depends_on,
     indented,
     leaves_of,
     linear_carries,
@@ -142,30 +137,10 @@ def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: ClosedJax
     return outs[:nc], [next(it) if nz else None for nz in carry_nz]
 
 
-def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
-                     cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
-                     body_nconsts: int) -> Pair:
-    cc, bc, carry = _split(with_tangents(trace, primals, tangents), cond_nconsts, body_nconsts)
-    num_consts = cond_nconsts + body_nconsts
-    while True:
-        holds = concrete(run_on(trace, cond_jaxpr, [*cc, *carry])[0])
-        if holds is None:
-            # Not known (any more): the condition can become unknown partway, under vmap, when a carry
-            # that starts unbatched is batched by the body. The rest of the loop goes on a tape from
-            # here, the steps done so far already differentiated.
-            carry_primals, carry_tangents = split_tangents(trace, carry)
-            return _linearize_on_a_tape(trace, [*primals[:num_consts], *carry_primals],
-                                        [*tangents[:num_consts], *carry_tangents], cond_jaxpr, body_jaxpr,
-                                        cond_nconsts, body_nconsts)
-        if not holds:
-            return split_tangents(trace, carry)
-        carry = run_on(trace, body_jaxpr, [*bc, *carry])
-
-
-# --- reverse mode where the condition is not known: tapes of residuals -----------
+# --- reverse mode: tapes of residuals ----------------------------------------------
 #
-# Under jit (or vmap) the number of iterations is known only when the code
-# runs. The body is linearized (linearize_jaxpr) into a known part (primal
+# The number of iterations is known only when the loop runs (under jit, only
+# when the code runs). The body is linearized (linearize_jaxpr) into a known part (primal
 # carry -> next primal carry and that step's residuals) and a linear part
 # (residuals, tangents -> next tangents). `while_tape` runs the known part as
 # the loop and keeps each step's residuals on a *tape*: one value whose
@@ -528,33 +503,42 @@ def _example(x: Any, dim: int, b: int) -> Any:
     return shapes.reshape(one, new_shape=shape[:dim] + shape[dim + 1:])
 
 
-def _steps_vary(jaxpr: ClosedJaxpr, flags: Sequence[bool], num_consts: int, num_carry: int) -> list[bool]:
+def _dims(flags: Sequence[bool]) -> tuple[int | None, ...]:
+    return tuple(0 if f else None for f in flags)
+
+
+def _steps_vary(jaxpr: ClosedJaxpr, flags: Sequence[bool], num_consts: int, num_carry: int,
+                size: int) -> list[bool]:
     """Which outputs of a loop's body (carry, then a step's outputs) differ between
-    examples, given which inputs (consts, carry, a step's inputs) do: the
+    examples, given which inputs (consts, carry, a step's inputs) do: by the
+    body's batching rules (so a cond of a jvp keeps its primal unbatched), the
     carries to a fixpoint."""
-    carry = linear_carries(jaxpr, flags, num_consts, num_carry)
-    full = [*flags[:num_consts], *carry, *flags[num_consts + num_carry:]]
-    return depends_on(jaxpr.jaxpr, [i for i, f in enumerate(full) if f])
+    consts, xs = list(flags[:num_consts]), list(flags[num_consts + num_carry:])
+
+    def batched(carry: list[bool]) -> tuple[bool, ...]:
+        return batch_jaxpr(jaxpr, size, _dims([*consts, *carry, *xs]), False)[1]
+
+    carry = carry_fixpoint(lambda c: batched(c)[:num_carry], flags[num_consts:num_consts + num_carry])
+    return list(batched(carry))
 
 
-def _tape_scan_varies(varies: list[bool], *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int,
+def _tape_scan_varies(varies: list[bool], size: int, *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int,
                       x_sizes: tuple[int, ...], y_sizes: tuple[int, ...], **_: Any) -> list[bool]:
     consts, carry, tapes = _split_scan(varies, num_consts, num_carry)
     if tapes[0]:  # the examples' loops have lengths of their own
         return [True] * (num_carry + len(y_sizes))
     outs = _steps_vary(jaxpr, [*consts, *carry, *_per_step([True if v else None for v in tapes], x_sizes)],
-                       num_consts, num_carry)
+                       num_consts, num_carry, size)
     return [*outs[:num_carry], *_tapes_vary(outs[num_carry:], y_sizes)]
 
 
-def _tape_varies(varies: list[bool], *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
-                 body_nconsts: int, tape_sizes: tuple[int, ...]) -> list[bool]:
+def _tape_varies(varies: list[bool], size: int, *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
+                 cond_nconsts: int, body_nconsts: int, tape_sizes: tuple[int, ...]) -> list[bool]:
     cc, bc, carry = _split(varies, cond_nconsts, body_nconsts)
     nc = len(carry)
-    carry = linear_carries(body_jaxpr, [*bc, *carry], len(bc), nc)
-    if any(depends_on(cond_jaxpr.jaxpr, [i for i, f in enumerate([*cc, *carry]) if f])):
+    outs = _steps_vary(body_jaxpr, [*bc, *carry], len(bc), nc, size)
+    if batch_jaxpr(cond_jaxpr, size, _dims([*cc, *outs[:nc]]), False)[1][0]:
         return [True] * (nc + len(tape_sizes))  # the examples stop at steps of their own
-    outs = _steps_vary(body_jaxpr, [*bc, *carry], len(bc), nc)
     return [*outs[:nc], *_tapes_vary(outs[nc:], tape_sizes)]
 
 
@@ -578,7 +562,7 @@ def _loop_batch(prim: Primitive, varies: Callable[..., list[bool]]) -> Callable[
         for b in range(size):
             one = [x if dim is None else _example(x, dim, b) for x, dim in zip(args, dims)]
             per_example.append(prim.bind(*one, **params))
-        batched = varies([dim is not None for dim in dims], **params)
+        batched = varies([dim is not None for dim in dims], size, **params)
         outs = [stacked(list(outs)) if v else outs[0] for outs, v in zip(zip(*per_example), batched)]
         return outs, [0 if v else None for v in batched]
 
@@ -589,9 +573,9 @@ batch_rules[while_tape_p] = _loop_batch(while_tape_p, _tape_varies)
 batch_rules[tape_scan_p] = _loop_batch(tape_scan_p, _tape_scan_varies)
 
 
-def _linearize_on_a_tape(trace: LinearizeTrace, primals: list[Any], tangents: list[Any],
-                         cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
-                         body_nconsts: int) -> Pair:
+def _while_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                     cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                     body_nconsts: int) -> Pair:
     # A while_loop is a loop keeping no tape of its own.
     return _tape_linearize(trace, primals, tangents, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                            cond_nconsts=cond_nconsts, body_nconsts=body_nconsts, tape_sizes=())

@@ -93,6 +93,7 @@ NOT_ON_STRICT: dict[str, str] = {
     'stats.beta.logpdf': 'all',
     'stats.dirichlet.logpdf': 'all',
     'stats.gamma.logpdf': 'all',
+    'stats.norm.ppf': 'all',
     'stats.poisson.logpmf': 'vmap jvp grad',
     'stats.t.logpdf': 'all',
     'y0': 'all',
