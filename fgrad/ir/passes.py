@@ -36,7 +36,8 @@ def has_effects(eqn: JaxprEqn) -> bool:
     """Whether `eqn` does anything besides computing its outputs."""
     if eqn.primitive in effectful:
         return True
-    return any(_holds_effects(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub) for _, sub in sub_jaxprs(eqn))
+    subs = (sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for _, sub in sub_jaxprs(eqn))
+    return any(_holds_effects(sub) for sub in subs)
 
 
 _effects: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()

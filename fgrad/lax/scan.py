@@ -20,6 +20,10 @@ Parameters: the body's closed `jaxpr`, `length`, `reverse`, `num_consts` and
   (use `checkpoint` on the body to keep only its inputs);
 * vmap batches the carry to a fixpoint, and moves the batch axis of the xs
   behind the scanned one; the ys come out batched along axis 1.
+
+`scan(..., checkpoints=k)` is no rule of its own: the steps are bound as
+nested `checkpoint`s of shorter scans on the binomial schedule (`_schedule`),
+one closed jaxpr per distinct segment, shared by every segment like it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from ..core.rules import (
     transpose_rules,
 )
 from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..custom_derivatives import checkpoint_p
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
@@ -73,7 +78,6 @@ from ._common import (
     stage,
 )
 from .loops import Pair, Parts
-from ..custom_derivatives import checkpoint_p
 
 __all__ = ["scan", "map", "scan_p"]
 
@@ -542,17 +546,20 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     `checkpoints=k` (fgrad's; JAX has none) trades time for memory in reverse
     mode, on Griewank and Walther's binomial ("revolve") schedule: the steps
     run in nested `checkpoint`s, so that the backward pass keeps at most k + 1
-    carries at once and the residuals of at most k steps, and recomputes the
-    rest from the carries it keeps. With r the least integer such that
-    k * C(k + r, k) >= length, no step runs forward more than r + 1 times:
-    the time is about r + 1 forward passes and the backward pass. For 2048
-    steps, k = 45 (about sqrt(length)) gives r = 1, k = 16 gives 2, k = 8
-    gives 4 and k = 2 gives 44; k >= length recomputes nothing (a plain scan)
-    and r may not exceed 50. The cotangents of what the body closes over (a
-    weight's gradient) are summed once per level of nesting, so up to r + 2
-    of them are held at once, which dominates when such a value is much
-    larger than the carry. The jaxpr has one checkpoint jaxpr per distinct
-    stretch of the schedule (tens for thousands of steps), however many steps.
+    carries at once and the residuals of one stretch of at most k steps, and
+    recomputes the rest from the carries it keeps. With r the least integer
+    such that k * C(k + r, k) >= length, no step runs forward more than r + 1
+    times (the stretches are the shortest that allow r: ceil(length / C(k + r,
+    k)) steps), so the time is at most r + 1 forward passes and the backward
+    pass. For 2048 steps, k = 45 (about sqrt(length), or any k with
+    k * (k + 1) >= length) gives r = 1, k = 16 gives 2, k = 8 gives 4 and
+    k = 2 gives 44; k >= length recomputes nothing (a plain scan), and r over
+    50 raises a ValueError. Memory besides: a few carries (cotangents) per
+    level of nesting, r levels, and the cotangents of what the body closes
+    over (a weight's gradient), summed once per level, so up to r + 2 of them
+    at once: these dominate when such a value is much larger than the carry.
+    The jaxpr holds one checkpoint jaxpr per distinct segment of the schedule
+    (tens for thousands of steps), not one per step.
 
     >>> import numpy as np
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0))
@@ -593,10 +600,9 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     check_same("scan: f must return a carry of the type it takes (the carry given, then f's)", carry_tree,
                carry_avals, c_tree, staged.out_avals[:n_carry], init)
     args = [*staged.consts, *carry_leaves, *x_leaves]
-    if snaps is not None and n > snaps:
-        _check_depth(n, snaps)
-    if snaps is not None and n > snaps and ctx.trace is not EVAL_TRACE:  # with no transform, nothing to keep
-        outs = _Binomial(staged.jaxpr, len(staged.consts), len(carry_leaves), bool(reverse), snaps,
+    stretch = _stretch(n, snaps) if snaps is not None and n > snaps else 0  # 0: nothing to recompute
+    if snaps is not None and stretch and ctx.trace is not EVAL_TRACE:  # with no transform, nothing is kept
+        outs = _Binomial(staged.jaxpr, len(staged.consts), len(carry_leaves), bool(reverse), stretch,
                          getattr(f, "__name__", "f")).run(n, snaps, args)
     else:
         outs = scan_p.bind(*args, jaxpr=staged.jaxpr, length=n, reverse=bool(reverse),
@@ -619,7 +625,11 @@ def _checkpoint_count(checkpoints: Any) -> int:
 _MAX_REPETITIONS = 50
 
 
-def _check_depth(steps: int, snaps: int) -> None:
+def _stretch(steps: int, snaps: int) -> int:
+    """The longest stretch of steps whose residuals reverse mode keeps, when `snaps`
+    carries reverse `steps` steps: the shortest that needs no more repetitions than
+    stretches of `snaps` steps would, ceil(steps / C(snaps + r, snaps)) <= snaps.
+    Raises a ValueError when the repetitions, and so the nesting, would be too deep."""
     reps = _repetitions(steps, snaps, snaps)
     if reps > _MAX_REPETITIONS:
         enough = next(k for k in range(snaps + 1, steps + 1) if _repetitions(steps, k, k) <= _MAX_REPETITIONS)
@@ -627,6 +637,7 @@ def _check_depth(steps: int, snaps: int) -> None:
             f"scan: checkpoints={snaps} over {steps} steps would recompute steps up to {reps} times, in "
             f"checkpoints nested {reps} deep (at most {_MAX_REPETITIONS}); give checkpoints={enough} or more "
             f"({_repetitions(steps, enough, enough)} times)")
+    return -(-steps // math.comb(snaps + reps, snaps))
 
 
 def _reach(snaps: int, reps: int, stretch: int) -> int:
@@ -677,34 +688,34 @@ def _schedule(steps: int, snaps: int, stretch: int) -> tuple[_Part, ...]:
 
 
 class _Binomial:
-    """`scan` of `body` on the binomial schedule (`_schedule`) of at most `snaps`
-    carries, in stretches of at most `snaps` steps: the parts bound in turn, a
-    checkpointed part holding one closed jaxpr per schedule, which every part of
-    that schedule shares, so that reverse mode transforms each once and the
-    jaxprs stay few (one per distinct part, however many steps)."""
+    """`scan` of `body` on the binomial schedule (`_schedule`) in stretches of at
+    most `stretch` steps: the parts bound in turn, each checkpointed part on a
+    closed jaxpr made once per schedule and shared by every part of that
+    schedule, so that reverse mode transforms each once and the jaxprs stay few
+    (one per distinct part, however many steps)."""
 
-    def __init__(self, body: ClosedJaxpr, num_consts: int, num_carry: int, reverse: bool, snaps: int,
+    def __init__(self, body: ClosedJaxpr, num_consts: int, num_carry: int, reverse: bool, stretch: int,
                  name: str) -> None:
         self.body, self.nk, self.nc, self.reverse, self.stretch, self.name = (
-            body, num_consts, num_carry, reverse, snaps, name)
-        self.segments: dict[tuple[_Part, ...], ClosedJaxpr] = {}
-        self.bodies: dict[tuple[_Part, ...], ClosedJaxpr] = {}
+            body, num_consts, num_carry, reverse, stretch, name)
+        self.jaxprs: dict[tuple[str, tuple[_Part, ...]], ClosedJaxpr] = {}
 
     def run(self, steps: int, snaps: int, args: Sequence[Any]) -> list[Any]:
-        """The carry and the ys of `steps` steps on the current trace."""
+        """The carry and the ys of `steps` steps, on the current trace."""
         consts, carry, xs = _split(args, self.nk, self.nc)
         pieces: list[tuple[int, list[Any]]] = []
         done = 0
         for kind, m, s, count in _schedule(steps, snaps, self.stretch):
             n = m * count
             lo = steps - done - n if self.reverse else done
-            part = xs if n == steps else [indexing.getitem(x, idx=StaticIndex((slice(lo, lo + n),))) for x in xs]
+            part = xs if n == steps else [indexing.getitem(x, idx=StaticIndex((slice(lo, lo + n),)))
+                                          for x in xs]
             if kind == "stretch":  # the last: its residuals are kept
                 outs = scan_p.bind(*consts, *carry, *part, jaxpr=self.body, length=m, reverse=self.reverse,
                                    num_consts=self.nk, num_carry=self.nc)
             elif count == 1:
                 outs = checkpoint_p.bind(*consts, *carry, *part, jaxpr=self.segment(m, s), name=self.name)
-            else:  # `count` checkpoints in a row, a scan over them
+            else:  # `count` checkpoints in a row: a scan over them
                 rows = [shapes.reshape(x, new_shape=(count, m, *get_aval(x).shape[1:])) for x in part]
                 outs = scan_p.bind(*consts, *carry, *rows, jaxpr=self.checkpointed(m, s), length=count,
                                    reverse=self.reverse, num_consts=self.nk, num_carry=self.nc)
@@ -719,28 +730,24 @@ class _Binomial:
               for k in range(n_ys)]
         return [*carry, *ys]
 
-    def _avals(self, steps: int) -> list[ShapedArray]:
-        """The avals of (consts, carry, xs) for `steps` steps."""
-        head = self.body.in_avals[:self.nk + self.nc]
-        return [*head, *(ShapedArray((steps, *a.shape), a.dtype) for a in self.body.in_avals[self.nk + self.nc:])]
-
     def segment(self, steps: int, snaps: int) -> ClosedJaxpr:
-        """The jaxpr of `steps` steps on the schedule of `snaps` carries, made once per schedule."""
-        key = _schedule(steps, snaps, self.stretch)
-        if key not in self.segments:
-            self.segments[key] = trace_to_jaxpr(lambda *args: self.run(steps, snaps, args), self._avals(steps),
-                                                "checkpoints of scan", fresh=True)
-        return self.segments[key]
+        """The jaxpr of `steps` steps on the schedule of `snaps` carries."""
+        return self._staged("segment", steps, snaps, lambda *args: self.run(steps, snaps, args))
 
     def checkpointed(self, steps: int, snaps: int) -> ClosedJaxpr:
-        """A scan body running one checkpoint of `steps` steps on the schedule of `snaps` carries."""
-        key = _schedule(steps, snaps, self.stretch)
-        if key not in self.bodies:
-            segment = self.segment(steps, snaps)
-            self.bodies[key] = trace_to_jaxpr(
-                lambda *args: checkpoint_p.bind(*args, jaxpr=segment, name=self.name), self._avals(steps),
-                "checkpoints of scan", fresh=True)
-        return self.bodies[key]
+        """A scan's body running one checkpoint of `steps` steps on the schedule of `snaps` carries."""
+        segment = self.segment(steps, snaps)
+        return self._staged("body", steps, snaps,
+                            lambda *args: checkpoint_p.bind(*args, jaxpr=segment, name=self.name))
+
+    def _staged(self, what: str, steps: int, snaps: int, fn: Callable[..., list[Any]]) -> ClosedJaxpr:
+        key = (what, _schedule(steps, snaps, self.stretch))
+        if key not in self.jaxprs:
+            nk, nc = self.nk, self.nc
+            x_avals = [ShapedArray((steps, *a.shape), a.dtype) for a in self.body.in_avals[nk + nc:]]
+            self.jaxprs[key] = trace_to_jaxpr(fn, [*self.body.in_avals[:nk + nc], *x_avals],
+                                              "checkpoints of scan", fresh=True)
+        return self.jaxprs[key]
 
 
 def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 (JAX's name)
