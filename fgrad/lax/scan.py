@@ -558,8 +558,9 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     level of nesting, r levels, and the cotangents of what the body closes
     over (a weight's gradient), summed once per level, so up to r + 2 of them
     at once: these dominate when such a value is much larger than the carry.
-    The jaxpr holds one checkpoint jaxpr per distinct segment of the schedule
-    (tens for thousands of steps), not one per step.
+    The jaxpr holds one checkpoint jaxpr per distinct segment of the schedule,
+    about k * r of them of at most k + 1 parts each (for k = 8: 20 at 2048
+    steps, 85 at a million), not one per step.
 
     >>> import numpy as np
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0))
