@@ -11,6 +11,8 @@ built, not later where it is run.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from ..core.avals import ShapedArray, get_aval
@@ -30,9 +32,26 @@ def _same(a: ShapedArray, b: ShapedArray) -> bool:
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     """Raise JaxprTypeError, naming the equation, if `jaxpr` is malformed.
 
+    A jaxpr that passed is not checked again (jaxprs never change once built):
+    one nested in many places, as a checkpointed scan's segments are, costs
+    one check, not one per place.
+
     >>> import fgrad, fgrad.numpy as fnp
     >>> check_jaxpr(fgrad.make_jaxpr(fnp.sin)(1.0))
     """
+    with _lock:
+        if jaxpr in _passed:
+            return
+    _check(jaxpr)
+    with _lock:
+        _passed.add(jaxpr)
+
+
+_passed: weakref.WeakSet[Jaxpr | ClosedJaxpr] = weakref.WeakSet()
+_lock = threading.Lock()
+
+
+def _check(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     consts = None
     if isinstance(jaxpr, ClosedJaxpr):
         consts = jaxpr.consts

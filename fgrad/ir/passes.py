@@ -36,7 +36,23 @@ def has_effects(eqn: JaxprEqn) -> bool:
     """Whether `eqn` does anything besides computing its outputs."""
     if eqn.primitive in effectful:
         return True
-    return any(has_effects(e) for _, sub in sub_jaxprs(eqn) for e in sub.eqns)
+    subs = (sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for _, sub in sub_jaxprs(eqn))
+    return any(_holds_effects(sub) for sub in subs)
+
+
+_effects: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
+
+
+def _holds_effects(jaxpr: Jaxpr) -> bool:
+    """Whether an equation of `jaxpr` has effects, cached per jaxpr: jaxprs nested
+    in many places (a checkpointed scan's segments) are looked into once."""
+    with _lock:
+        known = _effects.get(jaxpr)
+    if known is None:
+        known = any(has_effects(e) for e in jaxpr.eqns)
+        with _lock:
+            _effects[jaxpr] = known
+    return known
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:

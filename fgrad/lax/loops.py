@@ -695,8 +695,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
               checkpoints: int | None = None) -> Any:
     """`val = body_fun(i, val)` for i from `lower` to `upper` (JAX's
     `lax.fori_loop`). With bounds known when it is called it is a `scan`
-    (`checkpoints=k` as scan's: reverse mode keeps k carries and recomputes the
-    rest); with traced bounds, a `while_loop` (reverse mode works for both).
+    (`checkpoints=k` as scan's: reverse mode keeps at most k + 1 carries and
+    recomputes the rest on the binomial schedule); with traced bounds, a
+    `while_loop` (reverse mode works for both).
 
     >>> fori_loop(0, 4, lambda i, x: x + i, 0.0)
     np.float64(6.0)

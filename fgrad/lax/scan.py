@@ -20,10 +20,16 @@ Parameters: the body's closed `jaxpr`, `length`, `reverse`, `num_consts` and
   (use `checkpoint` on the body to keep only its inputs);
 * vmap batches the carry to a fixpoint, and moves the batch axis of the xs
   behind the scanned one; the ys come out batched along axis 1.
+
+`scan(..., checkpoints=k)` is no rule of its own: the steps are bound as
+nested `checkpoint`s of shorter scans on the binomial schedule (`_schedule`),
+one closed jaxpr per distinct segment, shared by every segment like it.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,7 +48,8 @@ from ..core.rules import (
     jvp_rules,
     transpose_rules,
 )
-from ..core.trace import Primitive
+from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..custom_derivatives import checkpoint_p
 from ..ir.cache import cached_per_jaxpr
 from ..ir.check import check_operands
 from ..ir.codegen import runner
@@ -50,9 +57,10 @@ from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from ..ir.passes import dce_closed_jaxpr, has_effects
 from ..ir.staging import trace_to_jaxpr
-from ..primitives import batching, linalg, shapes
+from ..primitives import batching, indexing, linalg, shapes
 from ..primitives import derivatives as d
 from ..primitives import elementwise as ew
+from ..primitives.indexing import StaticIndex
 from ..transforms.batching import batch_jaxpr
 from ..transforms.forward import jvp_jaxpr
 from ..transforms.reverse import LinearizeTrace, linearize_jaxpr, transpose_jaxpr
@@ -536,11 +544,23 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     steps of residuals.
 
     `checkpoints=k` (fgrad's; JAX has none) trades time for memory in reverse
-    mode: the steps run in k segments of about length/k, each a `checkpoint`,
-    so the forward pass keeps only the k carries that start them, and the
-    backward pass recomputes one segment's steps at a time: residuals of
-    length/k steps and k carries at once instead of length steps, for one
-    more forward pass in time. k = sqrt(length) keeps the least.
+    mode, on Griewank and Walther's binomial ("revolve") schedule: the steps
+    run in nested `checkpoint`s, so that the backward pass keeps at most k + 1
+    carries at once and the residuals of one stretch of at most k steps, and
+    recomputes the rest from the carries it keeps. With r the least integer
+    such that k * C(k + r, k) >= length, no step runs forward more than r + 1
+    times (the stretches are the shortest that allow r: ceil(length / C(k + r,
+    k)) steps), so the time is at most r + 1 forward passes and the backward
+    pass. For 2048 steps, k = 45 (about sqrt(length), or any k with
+    k * (k + 1) >= length) gives r = 1, k = 16 gives 2, k = 8 gives 4 and
+    k = 2 gives 44; k >= length recomputes nothing (a plain scan), and r over
+    50 raises a ValueError. Memory besides: a few carries (cotangents) per
+    level of nesting, r levels, and the cotangents of what the body closes
+    over (a weight's gradient), summed once per level, so up to r + 2 of them
+    at once: these dominate when such a value is much larger than the carry.
+    The jaxpr holds one checkpoint jaxpr per distinct segment of the schedule,
+    about k * r of them of at most k + 1 parts each (for k = 8: 20 at 2048
+    steps, 85 at a million), not one per step.
 
     >>> import numpy as np
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0))
@@ -548,8 +568,7 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(1.0, 4.0), checkpoints=2)
     (np.float64(6.0), array([0., 2., 9.]))
     """
-    if checkpoints is not None:
-        return _in_segments(f, init, xs, length, bool(reverse), checkpoints)
+    snaps = None if checkpoints is None else _checkpoint_count(checkpoints)
     carry_leaves, carry_tree = leaves_of(init)
     x_leaves, x_tree = leaves_of(xs)
     lengths = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in x_leaves}
@@ -581,51 +600,155 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None, length: int | 
     c_tree, y_tree, n_carry = trees[0]
     check_same("scan: f must return a carry of the type it takes (the carry given, then f's)", carry_tree,
                carry_avals, c_tree, staged.out_avals[:n_carry], init)
-    outs = scan_p.bind(*staged.consts, *carry_leaves, *x_leaves, jaxpr=staged.jaxpr, length=n,
-                       reverse=bool(reverse), num_consts=len(staged.consts), num_carry=len(carry_leaves))
+    args = [*staged.consts, *carry_leaves, *x_leaves]
+    stretch = _stretch(n, snaps) if snaps is not None and n > snaps else 0  # 0: nothing to recompute
+    if snaps is not None and stretch and ctx.trace is not EVAL_TRACE:  # with no transform, nothing is kept
+        outs = _Binomial(staged.jaxpr, len(staged.consts), len(carry_leaves), bool(reverse), stretch,
+                         getattr(f, "__name__", "f")).run(n, snaps, args)
+    else:
+        outs = scan_p.bind(*args, jaxpr=staged.jaxpr, length=n, reverse=bool(reverse),
+                           num_consts=len(staged.consts), num_carry=len(carry_leaves))
     return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
 
 
-def _in_segments(f: Callable[[Any, Any], Any], init: Any, xs: Any, length: int | None, reverse: bool,
-                 checkpoints: Any) -> tuple[Any, Any]:
-    """`scan(f, init, xs, length, reverse)` as at most `checkpoints` checkpointed
-    scans of equal length (an outer scan over them) and one shorter for the rest."""
-    from ..custom_derivatives import checkpoint
-    from ..numpy import concatenate, reshape
+# --- checkpointed scans: the binomial (revolve) schedule --------------------------
 
+
+def _checkpoint_count(checkpoints: Any) -> int:
     if isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)) or checkpoints < 1:
-        raise ValueError(f"scan: checkpoints must be a positive integer (the segments reverse mode keeps "
-                         f"the carry of), got {checkpoints!r}")
-    x_leaves, x_tree = leaves_of(xs)
-    n = int(length) if length is not None else (int(np.shape(x_leaves[0])[0]) if x_leaves else 0)
-    size = -(-n // int(checkpoints)) if n else 0  # ceil: at most `checkpoints` segments
-    if size <= 1:  # a segment per step: nothing to recompute
-        return scan(f, init, xs, length, reverse)
-    full, rest = n // size, n % size
+        raise ValueError(f"scan: checkpoints must be a positive integer (the most carries reverse mode keeps "
+                         f"at once), got {checkpoints!r}")
+    return int(checkpoints)
 
-    def part(x: Any, start: int, stop: int) -> Any:
-        return x[start:stop]
 
-    def segment(carry: Any, seg_xs: Any) -> Any:
-        return scan(f, carry, seg_xs, size if seg_xs is None else None, reverse)
+#: The most times a step may be recomputed: each is one more checkpoint nested in
+#: another, and reverse mode recurses through them.
+_MAX_REPETITIONS = 50
 
-    run_segment = checkpoint(segment)
-    head_xs = None if xs is None else tree_unflatten(x_tree, [
-        reshape(part(x, 0, full * size), (full, size, *np.shape(x)[1:])) for x in x_leaves])
-    tail_xs = None if xs is None else tree_unflatten(x_tree, [part(x, full * size, n) for x in x_leaves])
-    outer = lambda c: scan(run_segment, c, head_xs, full if xs is None else None, reverse)  # noqa: E731
-    tail = lambda c: scan(f, c, tail_xs, rest if xs is None else None, reverse)  # noqa: E731
-    if not reverse:  # the last steps are the tail's: after the segments, or first when reversed
-        carry, head_ys = outer(init)
-        carry, tail_ys = tail(carry) if rest else (carry, None)
-    else:
-        carry, tail_ys = tail(init) if rest else (init, None)
-        carry, head_ys = outer(carry)
-    y_leaves, y_tree = leaves_of(head_ys)
-    ys = [reshape(y, (full * size, *np.shape(y)[2:])) for y in y_leaves]
-    if rest:
-        ys = [concatenate([y, t]) for y, t in zip(ys, leaves_of(tail_ys)[0])]
-    return carry, tree_unflatten(y_tree, ys)
+
+def _stretch(steps: int, snaps: int) -> int:
+    """The longest stretch of steps whose residuals reverse mode keeps, when `snaps`
+    carries reverse `steps` steps: the shortest that needs no more repetitions than
+    stretches of `snaps` steps would, ceil(steps / C(snaps + r, snaps)) <= snaps.
+    Raises a ValueError when the repetitions, and so the nesting, would be too deep."""
+    reps = _repetitions(steps, snaps, snaps)
+    if reps > _MAX_REPETITIONS:
+        enough = next(k for k in range(snaps + 1, steps + 1) if _repetitions(steps, k, k) <= _MAX_REPETITIONS)
+        raise ValueError(
+            f"scan: checkpoints={snaps} over {steps} steps would recompute steps up to {reps} times, in "
+            f"checkpoints nested {reps} deep (at most {_MAX_REPETITIONS}); give checkpoints={enough} or more "
+            f"({_repetitions(steps, enough, enough)} times)")
+    return -(-steps // math.comb(snaps + reps, snaps))
+
+
+def _reach(snaps: int, reps: int, stretch: int) -> int:
+    """The most steps that `snaps` kept carries reverse when no step runs forward
+    more than `reps` times besides the pass that reverses it, in stretches of at
+    most `stretch` steps reversed from their residuals: stretch * C(snaps + reps, snaps)
+    (Griewank and Walther's binomial bound, on stretches of steps)."""
+    return stretch * math.comb(snaps + reps, snaps)
+
+
+def _repetitions(steps: int, snaps: int, stretch: int) -> int:
+    """The least number of repetitions with which `snaps` carries reverse `steps` steps."""
+    reps = 0
+    while _reach(snaps, reps, stretch) < steps:
+        reps += 1
+    return reps
+
+
+_Part = tuple[str, int, int, int]  # (kind, steps, carries, how many such parts in a row)
+
+
+@functools.lru_cache(maxsize=4096)
+def _schedule(steps: int, snaps: int, stretch: int) -> tuple[_Part, ...]:
+    """The parts `steps` steps run in, in the order they run, when reverse mode may
+    keep `snaps` carries: ("checkpoint", m, s, count) is `count` checkpoints in a
+    row of m steps each on the schedule of s carries (each keeps the carry it
+    starts from until the backward pass is through it), and the last part,
+    ("stretch", m, 0, 1), a scan of m <= `stretch` steps whose residuals the
+    backward pass keeps.
+
+    The binomial rule: with r the least number of repetitions reaching `steps`,
+    the first part is the most steps that `snaps` carries reverse with r - 1
+    (the checkpoint adds one: it runs forward, then again in the backward pass),
+    and the rest is reversed with one carry less, since the first part's stays
+    kept meanwhile. Equal checkpoints in a row make one part."""
+    parts: list[_Part] = []
+    while steps > stretch:
+        first = _reach(snaps, _repetitions(steps, snaps, stretch) - 1, stretch)
+        kind, m, s = "checkpoint", first, snaps if first > stretch else 0  # one stretch needs no carry
+        if parts and parts[-1][:3] == (kind, m, s):
+            parts[-1] = (kind, m, s, parts[-1][3] + 1)
+        else:
+            parts.append((kind, m, s, 1))
+        steps, snaps = steps - first, snaps - 1
+    if parts and parts[-1][:3] == ("checkpoint", steps, 0):  # the last stretch as one more of them
+        return (*parts[:-1], ("checkpoint", steps, 0, parts[-1][3] + 1))
+    return (*parts, ("stretch", steps, 0, 1))
+
+
+class _Binomial:
+    """`scan` of `body` on the binomial schedule (`_schedule`) in stretches of at
+    most `stretch` steps: the parts bound in turn, each checkpointed part on a
+    closed jaxpr made once per schedule and shared by every part of that
+    schedule, so that reverse mode transforms each once and the jaxprs stay few
+    (one per distinct part, however many steps)."""
+
+    def __init__(self, body: ClosedJaxpr, num_consts: int, num_carry: int, reverse: bool, stretch: int,
+                 name: str) -> None:
+        self.body, self.nk, self.nc, self.reverse, self.stretch, self.name = (
+            body, num_consts, num_carry, reverse, stretch, name)
+        self.jaxprs: dict[tuple[str, tuple[_Part, ...]], ClosedJaxpr] = {}
+
+    def run(self, steps: int, snaps: int, args: Sequence[Any]) -> list[Any]:
+        """The carry and the ys of `steps` steps, on the current trace."""
+        consts, carry, xs = _split(args, self.nk, self.nc)
+        pieces: list[tuple[int, list[Any]]] = []
+        done = 0
+        for kind, m, s, count in _schedule(steps, snaps, self.stretch):
+            n = m * count
+            lo = steps - done - n if self.reverse else done
+            part = xs if n == steps else [indexing.getitem(x, idx=StaticIndex((slice(lo, lo + n),)))
+                                          for x in xs]
+            if kind == "stretch":  # the last: its residuals are kept
+                outs = scan_p.bind(*consts, *carry, *part, jaxpr=self.body, length=m, reverse=self.reverse,
+                                   num_consts=self.nk, num_carry=self.nc)
+            elif count == 1:
+                outs = checkpoint_p.bind(*consts, *carry, *part, jaxpr=self.segment(m, s), name=self.name)
+            else:  # `count` checkpoints in a row: a scan over them
+                rows = [shapes.reshape(x, new_shape=(count, m, *get_aval(x).shape[1:])) for x in part]
+                outs = scan_p.bind(*consts, *carry, *rows, jaxpr=self.checkpointed(m, s), length=count,
+                                   reverse=self.reverse, num_consts=self.nk, num_carry=self.nc)
+                outs = [*outs[:self.nc], *(shapes.reshape(y, new_shape=(n, *get_aval(y).shape[2:]))
+                                          for y in outs[self.nc:])]
+            carry = outs[:self.nc]
+            pieces.append((lo, outs[self.nc:]))
+            done += n
+        pieces.sort(key=lambda p: p[0])
+        n_ys = len(self.body.out_avals) - self.nc
+        ys = [pieces[0][1][k] if len(pieces) == 1 else shapes.concatenate(*(p[1][k] for p in pieces), axis=0)
+              for k in range(n_ys)]
+        return [*carry, *ys]
+
+    def segment(self, steps: int, snaps: int) -> ClosedJaxpr:
+        """The jaxpr of `steps` steps on the schedule of `snaps` carries."""
+        return self._staged("segment", steps, snaps, lambda *args: self.run(steps, snaps, args))
+
+    def checkpointed(self, steps: int, snaps: int) -> ClosedJaxpr:
+        """A scan's body running one checkpoint of `steps` steps on the schedule of `snaps` carries."""
+        segment = self.segment(steps, snaps)
+        return self._staged("body", steps, snaps,
+                            lambda *args: checkpoint_p.bind(*args, jaxpr=segment, name=self.name))
+
+    def _staged(self, what: str, steps: int, snaps: int, fn: Callable[..., list[Any]]) -> ClosedJaxpr:
+        key = (what, _schedule(steps, snaps, self.stretch))
+        if key not in self.jaxprs:
+            nk, nc = self.nk, self.nc
+            x_avals = [ShapedArray((steps, *a.shape), a.dtype) for a in self.body.in_avals[nk + nc:]]
+            self.jaxprs[key] = trace_to_jaxpr(fn, [*self.body.in_avals[:nk + nc], *x_avals],
+                                              "checkpoints of scan", fresh=True)
+        return self.jaxprs[key]
 
 
 def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 (JAX's name)

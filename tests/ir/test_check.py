@@ -59,6 +59,26 @@ def test_a_checkpoint_jaxpr_holds_its_body_as_a_parameter():
     check_jaxpr(eqn.params["jaxpr"])
 
 
+def nested(depth, leaf):
+    """A jaxpr calling `leaf` 2**depth times: each level two checkpoints of the level
+    below, one jaxpr shared by both (as a checkpointed scan's segments are)."""
+    closed = leaf
+    for _ in range(depth):
+        a, b, c = Var(F64), Var(F64), Var(F64)
+        calls = [JaxprEqn(checkpoint_p, [x], [y], {"jaxpr": closed, "name": "f"}) for x, y in ((a, b), (b, c))]
+        closed = ClosedJaxpr(Jaxpr([], [a], [c], calls), [])
+    return closed
+
+
+def test_a_jaxpr_nested_in_many_places_is_checked_once():
+    check_jaxpr(nested(60, fgrad.make_jaxpr(fnp.sin)(1.0)))  # 2**60 calls of sin: once each jaxpr
+    jaxpr, (a, b, c) = _sin_then_mul()
+    bad = Jaxpr([], [a], [c], list(reversed(jaxpr.eqns)))
+    for _ in range(2):  # a jaxpr that failed fails again
+        with pytest.raises(JaxprTypeError, match="used before it is bound"):
+            check_jaxpr(bad)
+
+
 def test_a_hand_built_jaxpr_with_constants_and_literals_passes():
     k, a, b, c = Var(F64_3), Var(F64_3), Var(F64_3), Var(F64_3)
     eqns = [JaxprEqn(mul_p, [a, Literal(2.0)], [b], {}), JaxprEqn(mul_p, [b, k], [c], {})]

@@ -158,6 +158,13 @@ def test_has_effects_sees_through_nested_sub_jaxprs():
     assert not has_effects(_checkpoint_eqn(fgrad.checkpoint(lambda x: x + 1.0)))
 
 
+def test_has_effects_looks_into_a_jaxpr_nested_in_many_places_once():
+    from tests.ir.test_check import nested
+
+    printing, pure = (nested(60, fgrad.make_jaxpr(fn)(1.0)) for fn in (_printing, fnp.sin))  # 2**60 calls
+    assert has_effects(printing.eqns[0]) and not has_effects(pure.eqns[0])
+
+
 def test_dce_keeps_a_checkpoint_whose_body_prints_and_drops_a_pure_one(capsys):
     def f(x):
         fgrad.checkpoint(_printing)(x)  # its result is unused

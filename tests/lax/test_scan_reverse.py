@@ -1,8 +1,7 @@
 """Reverse mode of scan as a loop: gradients equal the same loop written in Python
 (eagerly, under jit, vmap and to second order), the jaxpr does not grow with the
-number of steps, and `checkpoints=k` gives the same gradients with less memory."""
-
-import tracemalloc
+number of steps, and `checkpoints=k` gives the same gradients (more of it in
+test_scan_checkpoints.py)."""
 
 import numpy as np
 import pytest
@@ -82,58 +81,6 @@ def test_a_loop_constants_residuals_are_computed_once_not_stacked():
     forward = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan")
     stacked = [v.aval.shape for v in forward.outvars[2:]]  # after the carry and the ys: the residuals
     assert all(shape[0] == 50 and shape[1:] in ((4,), ()) for shape in stacked), stacked  # no (50, 4, 4): W
-
-
-def test_checkpoints_keep_a_quarter_of_the_memory_or_less():
-    rng = np.random.default_rng(1)
-    steps, width = 2048, 256
-    W = rng.standard_normal((width, width)) / np.sqrt(width)
-    xs = rng.standard_normal((steps, width)) * 0.1
-
-    def loss(W, checkpoints):
-        h, _ = lax.scan(lambda h, x: (fnp.tanh(h @ W + x), None), fnp.zeros(width), xs, checkpoints=checkpoints)
-        return fnp.sum(h ** 2)
-
-    peaks, grads = [], []
-    for k in (None, 8):
-        tracemalloc.start()
-        grads.append(fgrad.grad(loss)(W, k))
-        peaks.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=1e-15)
-    assert peaks[1] <= 0.25 * peaks[0], peaks
-
-
-@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "4"])
-def test_checkpoints_must_be_a_positive_integer(bad):
-    with pytest.raises(ValueError, match=r"scan: checkpoints must be a positive integer .* got"):
-        lax.scan(lambda c, x: (c + x, None), 0.0, np.ones(4), checkpoints=bad)
-
-
-def test_checkpointed_scan_without_xs_and_with_pytrees():
-    def f(c, _):
-        return {"a": c["a"] * 1.1, "b": c["b"] + c["a"]}, (c["a"], c["b"])
-
-    init = {"a": 1.0, "b": 0.5}
-    want = lax.scan(f, init, None, length=7)
-    got = lax.scan(f, init, None, length=7, checkpoints=3)
-    for w, g in zip(fgrad.tree_util.tree_leaves(want), fgrad.tree_util.tree_leaves(got), strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-15)
-    d = lambda k: fgrad.grad(lambda a: lax.scan(f, {"a": a, "b": 0.5}, None, length=7, checkpoints=k)[0]["b"])(1.0)  # noqa: E731
-    assert d(3) == pytest.approx(d(None), rel=1e-14)
-
-
-def test_fori_loop_with_checkpoints():
-    W, U, xs = rnn_parts(9, 3)
-
-    def loss(W, checkpoints):
-        step = lambda i, h: fnp.tanh(h @ W + fnp.take(xs, i, axis=0) @ U)  # noqa: E731
-        h = lax.fori_loop(0, 9, step, fnp.zeros(3), checkpoints=checkpoints)
-        return fnp.sum(h ** 2)
-
-    np.testing.assert_allclose(fgrad.grad(loss)(W, 3), fgrad.grad(loss)(W, None), rtol=1e-13)
-    with pytest.raises(ValueError, match="fori_loop: checkpoints needs bounds known when fori_loop is called"):
-        fgrad.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x * 2.0, 1.0, checkpoints=2))(3)
 
 
 def test_grad_of_jit_keeps_the_jit_boundary_with_control_flow_inside():
