@@ -135,6 +135,35 @@ def test_jit_moves_the_work_that_needs_no_carry_out_of_the_loop():
         np.testing.assert_allclose(g(U), fgrad.grad(lambda U: fnp.sum(run(W, U, xs, reverse)[0]))(U), rtol=1e-12)
 
 
+def test_jit_moves_the_work_only_the_ys_need_after_the_loop():
+    # A tanh RNN's reverse mode keeps 1 - h**2 for each step: computed after the
+    # loop on the stacked h, two NumPy calls less per step.
+    W, U, xs = rnn_parts(30, 4)
+
+    def run(h0, W, U, xs, reverse):
+        return lax.scan(lambda h, x: (fnp.tanh(h @ W + x @ U), fnp.cos(h) * 2.0 - fnp.sum(h)), h0, xs,
+                        reverse=reverse)
+
+    h0 = np.linspace(-0.5, 0.5, 4)
+    for reverse in (False, True):
+        jitted = fgrad.jit(lambda h0, W, U, xs: run(h0, W, U, xs, reverse))
+        optimized = jitted.lower(h0, W, U, xs).jaxpr.jaxpr
+        outside = [(e.primitive.name, e.outvars[0].aval.shape) for e in optimized.eqns]
+        assert ("cos", (30, 4)) in outside, outside  # every step's at once, after the loop
+        (scan,) = [e for e in optimized.eqns if e.primitive.name == "scan"]
+        assert "cos" not in [e.primitive.name for e in scan.params["jaxpr"].jaxpr.eqns]
+        for got, want in zip(jitted(h0, W, U, xs), run(h0, W, U, xs, reverse), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+        loss = lambda W: fnp.sum(run(h0, W, U, xs, reverse)[0] ** 2)  # noqa: E731
+        grad_jaxpr = fgrad.jit(fgrad.grad(loss)).lower(W).jaxpr.jaxpr
+        bodies = [[b.primitive.name for b in e.params["jaxpr"].jaxpr.eqns]
+                  for e in grad_jaxpr.eqns if e.primitive.name == "scan"]
+        forward = [names for names in bodies if "tanh" in names]
+        assert forward and all("square" not in names for names in forward), bodies
+        assert "square" in [e.primitive.name for e in grad_jaxpr.eqns]  # tanh's 1 - h**2, for all steps at once
+        np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(W), fgrad.grad(loss)(W), rtol=1e-12)
+
+
 def test_work_whose_results_would_take_much_more_memory_than_the_xs_stays_in_the_loop():
     xs = np.linspace(0.0, 1.0, 20 * 30).reshape(20, 30)
     f = fgrad.jit(lambda xs: lax.scan(lambda c, x: (c + fnp.sum(fnp.outer(x, x) * c), None), 1.0, xs)[0])
