@@ -824,6 +824,7 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
                static_argnums: int | Sequence[int] = ()) -> Callable[..., Any]:
     """`fun`, but reverse mode keeps only its inputs and recomputes its internal
     residuals during the backward pass: memory for time (alias `remat`).
+
     Outside jit and make_jaxpr `fun` runs on the values at hand, once forward
     and again in the backward pass, so Python control flow in it works.
 

@@ -55,7 +55,6 @@ from ._common import ABSTRACT_ADVICE, assign, avals_of, leaves_of
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p", "custom_root_p"]
 
 Counts = tuple[int, int, int, int]
-Solver = Callable[[Callable[[Any], Any], Any], Any]  # solve(the function or linear map, a vector)
 
 
 def _split(xs: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
@@ -225,9 +224,10 @@ batch_rules[linear_solve_p] = _linear_solve_batch
 block_rules[linear_solve_p] = _linear_solve_block
 
 
-def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Solver,
-                        transpose_solve: Solver | None = None, symmetric: bool = False,
-                        has_aux: bool = False) -> Any:
+def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
+                        solve: Callable[[Callable[[Any], Any], Any], Any],
+                        transpose_solve: Callable[[Callable[[Any], Any], Any], Any] | None = None,
+                        symmetric: bool = False, has_aux: bool = False) -> Any:
     """`solve(matvec, b)`, differentiated as the solution x of the linear system
     `matvec(x) == b` (JAX's `lax.custom_linear_solve`), not through `solve`'s steps.
 
@@ -407,8 +407,9 @@ batch_rules[custom_root_p] = _custom_root_batch
 block_rules[custom_root_p] = _custom_root_block
 
 
-def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Solver, tangent_solve: Solver,
-                has_aux: bool = False) -> Any:
+def custom_root(f: Callable[[Any], Any], initial_guess: Any,
+                solve: Callable[[Callable[[Any], Any], Any], Any],
+                tangent_solve: Callable[[Callable[[Any], Any], Any], Any], has_aux: bool = False) -> Any:
     """`solve(f, initial_guess)`, differentiated as the root x of `f(x) == 0`
     (JAX's `lax.custom_root`): by the implicit function theorem, not through
     `solve`'s steps, so `solve` may be any solver (a `while_loop`, Newton's
