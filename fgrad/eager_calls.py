@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -119,12 +120,17 @@ def run_below(owner: Trace, level: Trace, run: Callable[[], list[Any]], where: s
     return out
 
 
+# How many entries of a container closes_over_hidden looks at: a tracer further in a long
+# list is missed here, and met (raising) when the rule runs.
+_LOOKED_AT = 64
+
+
 def closes_over_hidden(fn: Any, depth: int = 4) -> bool:
     """Whether the Python function `fn` closes over a tracer whose trace is
     hidden (or dead): looking into its closure's cells, its defaults, the
-    globals it names, the arguments of a `functools.partial`, and containers,
-    functions and objects' attributes found there, `depth` levels deep. For a rule that will run
-    after the call, whose code cannot be watched now."""
+    globals it names, the arguments of a `functools.partial`, and the
+    containers, functions and objects' attributes found there, `depth` levels
+    deep. For a rule that runs after the call, whose code cannot be watched now."""
     seen: set[int] = set()
 
     def look(x: Any, d: int) -> bool:
@@ -134,9 +140,9 @@ def closes_over_hidden(fn: Any, depth: int = 4) -> bool:
             return False
         seen.add(id(x))
         if isinstance(x, (list, tuple, set, frozenset)):
-            return any(look(v, d - 1) for v in x)
+            return any(look(v, d - 1) for v in itertools.islice(x, _LOOKED_AT))
         if isinstance(x, dict):
-            return any(look(v, d - 1) for v in x.values())
+            return any(look(v, d - 1) for v in itertools.islice(x.values(), _LOOKED_AT))
         if isinstance(x, functools.partial):
             return look(x.func, d - 1) or look(x.args, d - 1) or look(x.keywords, d - 1)
         func = getattr(x, "__func__", x)  # a bound method: its function and its object's values

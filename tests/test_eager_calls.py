@@ -100,6 +100,16 @@ def test_fixed_point_derivatives_match_the_closed_form(iteration):
         np.testing.assert_allclose(vjp_fn(1.0)[0], 0.5 / np.sqrt(a), rtol=1e-8)  # called again
 
 
+def test_reverse_mode_keeps_the_fixed_point_not_its_iterations():
+    from fgrad.transforms.reverse import linearize_flat
+
+    kept = []
+    for tol in (1e-2, 1e-14):  # a few iterations, and many more
+        _, linear, _ = linearize_flat(lambda a: [sqrt_by("grad_descent", tol)(a)], [np.float64(2.0)], "test")
+        kept.append([(e.primitive.name, e.params["num_res"]) for e in linear.jaxpr.eqns])
+    assert kept[0] == kept[1] == [("custom_vjp_bwd", 2)]  # one equation, holding the residuals a and x*
+
+
 def test_the_fixed_point_loop_fails_where_values_are_abstract_or_batched():
     sqrt = sqrt_by("newton")
     for staged in (fgrad.jit(fgrad.grad(sqrt)), fgrad.make_jaxpr(fgrad.grad(sqrt))):

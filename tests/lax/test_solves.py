@@ -117,6 +117,21 @@ def test_hessian_through_custom_root_equals_finite_differences_of_the_gradient()
     np.testing.assert_allclose(fgrad.hessian(loss)(theta), fgrad.hessian(loss)(theta).T, rtol=1e-12)
 
 
+def test_reverse_mode_keeps_nothing_of_the_solvers_iterations():
+    from fgrad.transforms.reverse import linearize_flat
+
+    def root(a, steps):
+        solve = lambda f, x: lax.fori_loop(0, steps, lambda i, x: x - f(x), x)  # noqa: E731
+        return lax.custom_root(lambda x: x - fnp.cos(a * x), 0.5, solve, scalar_solve)
+
+    kept = []
+    for steps in (10, 10_000):
+        _, linear, _ = linearize_flat(lambda a: [root(a, steps)], [np.float64(0.7)], "test")
+        kept.append((len(linear.jaxpr.eqns), [np.shape(c) for c in linear.jaxpr.consts]))
+    assert kept[0] == kept[1]  # the same linear map, whatever the number of iterations
+    np.testing.assert_allclose(fgrad.grad(lambda a: root(a, 10_000))(0.7), closed_form(0.7)[1], rtol=1e-8)
+
+
 def test_custom_root_with_an_iterative_tangent_solve_a_pytree_and_aux():
     # tangent_solve a while_loop (no transpose of its own): the transposed system is solved by it
     # on the transposed map. The guess is a dict; solve returns the number of steps as aux.
