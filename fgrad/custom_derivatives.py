@@ -22,6 +22,23 @@ user's function is staged at the call, and the values it closes over
 A rule that calls its own function (`return f(x), ...`) is staged while that
 inner call is made; the inner call keeps its rules as Python functions,
 staged when a transform first needs them.
+
+Where nothing is staged (grad, jvp, vjp and vmap outside jit and
+make_jaxpr), a call runs eagerly instead (fgrad/eager_calls.py), its Python
+functions on the values at hand, so that Python control flow in them works
+as in autograd: the transform with a tracer among the arguments applies the
+rule, a level below itself. A custom_jvp runs its rule on the primals and
+tangents; a custom_vjp under reverse mode runs `fwd` now and records one
+`custom_vjp_bwd` equation holding `bwd` itself, called by the backward pass;
+a checkpoint under reverse mode runs the function now and records one
+`checkpoint_tangent` equation holding it and the inputs, whose transpose
+runs it again, differentiated; vmap calls the vmapped function and rules
+again below, forward mode a checkpoint of the jvp. Where no transform traces
+the arguments, the function is ordinary code (a checkpoint is staged then, so
+that what it closes over is recomputed too). A call whose functions close
+over a value of a transform they would run below (the one applying the rule,
+or one between it and the call) is staged, as under jit, so that the value
+becomes an operand that transform sees.
 """
 
 from __future__ import annotations
@@ -36,23 +53,27 @@ import numpy as np
 from .api.arguments import describe, fun_name, to_input
 from .api.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from .core.avals import ShapedArray, get_aval
+from .core.errors import UnexpectedTracerError
 from .core.libraries import generic_impls, is_library_array
 from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
+from .eager_calls import STAGED, run_below, split_tangents, transform_of, unbatched, vmapped
 from .ir.cache import cached_per_jaxpr
 from .ir.check import check_operands
 from .ir.evaluate import eval_closed_now, eval_jaxpr
 from .ir.jaxpr import ClosedJaxpr
 from .ir.staging import closure_convert, trace_to_jaxpr
-from .primitives import elementwise
+from .primitives import elementwise, reductions
 from .primitives.batching import batch_size, move_axis, with_batch_axis
-from .primitives.derivatives import is_linear, zeros, zeros_now
-from .transforms.batching import batch_flat, batch_jaxpr
+from .primitives.derivatives import is_linear, zeros, zeros_like_value, zeros_now
+from .transforms.batching import BatchTrace, BatchTracer, batch_flat, batch_jaxpr
 from .transforms.call import call_batch, call_jvp, call_transpose
-from .transforms.forward import JVPTracer, jvp_jaxpr
-from .transforms.reverse import LinearizeTrace, linearize_jaxpr
+from .transforms.forward import JVPTrace, JVPTracer, jvp_flat, jvp_jaxpr
+from .transforms.reverse import LinearizeTrace, linearize_flat, linearize_jaxpr
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
+
+Flat = Callable[..., list[Any]]  # a function of flat lists of leaves
 
 
 def _zeros_for(x: Any) -> Any:
@@ -125,8 +146,10 @@ def _stage(
 
 _ABSTRACT_ADVICE = (
     "functions given to checkpoint, custom_jvp and custom_vjp, and their rules, are traced once "
-    "on abstract values (as in JAX): decide outside the function and pass the decision in as a "
-    "static argument (checkpoint's static_argnums, custom_jvp's nondiff_argnums), or close over it."
+    "on abstract values (as in JAX) under jit and make_jaxpr, and where they close over a value that "
+    "a transform around them traces (pass such a value as an argument instead: then they run on "
+    "concrete values under grad, jvp, vjp and vmap); or decide outside the function and pass the "
+    "decision in as a static argument (checkpoint's static_argnums, custom_jvp's nondiff_argnums)."
 )
 
 
@@ -187,6 +210,31 @@ class _Rule:
                               f"vmap of a rule of {self.name}")
 
         return _Rule(batched_rule, self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Eager:
+    """A user's function (or rule) kept as a Python function in a parameter of
+    an equation that eager reverse mode records, called when the backward pass
+    (or the tangent map) runs. Printed by what it is."""
+
+    __slots__ = ("fn", "name")
+
+    def __init__(self, fn: Flat, name: str) -> None:
+        self.fn = fn
+        self.name = name
+
+    def __call__(self, *args: Any) -> list[Any]:
+        try:
+            return self.fn(*args)
+        except UnexpectedTracerError as e:
+            raise UnexpectedTracerError(
+                f"{e}\n  (in {self.name}, run after the call by the backward pass or the tangent map: "
+                "a value it closes over belongs to a transform that has returned by then. Pass the "
+                "value to the function as an argument instead of closing over it.)"
+            ) from None
 
     def __repr__(self) -> str:
         return self.name
@@ -290,7 +338,10 @@ class custom_jvp:
 
     The jvp rule must be linear in the tangents; it is used by forward and
     reverse mode alike, and differentiated for higher orders. Values the
-    function closes over are differentiated through its own code.
+    function closes over are differentiated through its own code. Outside
+    jit and make_jaxpr the function and rule run on the values at hand, so
+    Python control flow in them works (under reverse mode the tangents are
+    recorded, not values).
     """
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
@@ -348,19 +399,65 @@ class custom_jvp:
                     f"its primal output has structure {p_tree}; they must be the same"
                 )
             _check_outputs("the custom jvp rule", name, t_leaves, p_leaves)
+            outs.tree = p_tree
             return [*p_leaves, *t_leaves]
 
-        avals = _avals(leaves)
-        call_jaxpr, consts = _stage(flat_fun, avals, name)
-        rule, jvp_consts = _stage_rules(
-            self, lambda: _stage(flat_jvp, [*avals, *avals], name), lambda: (_Rule(flat_jvp, name), [])
-        )
-        out_leaves = custom_jvp_call_p.bind(
-            *consts, *jvp_consts, *leaves, call_jaxpr=call_jaxpr, jvp=rule, num_consts=len(consts),
-            num_jvp_consts=len(jvp_consts), name=name,
-        )
+        out_leaves = _custom_jvp_call(self, name, flat_fun, flat_jvp, leaves)
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
+
+
+def _custom_jvp_call(key: object, name: str, fun: Flat, jvp: Flat, leaves: list[Any]) -> list[Any]:
+    """A call of a custom_jvp (`key`) as functions of flat lists: `fun(*xs)`
+    and `jvp(*xs, *ts)` returning the primal outputs, then their tangents."""
+    owner = transform_of(leaves)
+    if owner is None:  # no transform differentiates or batches the arguments: ordinary code
+        return fun(*leaves)
+    if owner is not STAGED:
+        out = _custom_jvp_eagerly(owner, key, name, fun, jvp, leaves)
+        if out is not None:
+            return out
+    return _custom_jvp_staged(key, name, fun, jvp, leaves)
+
+
+def _custom_jvp_eagerly(owner: Trace, key: object, name: str, fun: Flat, jvp: Flat,
+                        leaves: list[Any]) -> list[Any] | None:
+    """The call run on the values at hand: the rule on `owner`'s primals and
+    tangents (on its rule trace: under reverse mode its tangent equations are
+    recorded, its primal ones computed now); under vmap, the function and rule
+    vmapped, called again below. None where their code closes over a value of
+    a transform it runs below (then it is staged)."""
+    if isinstance(owner, BatchTrace):  # every result batched, in the function and the rule alike
+        size = owner.axis_size
+        vals, dims = unbatched(owner, leaves)
+        fun_b, jvp_b = vmapped(fun, size, name, dims), vmapped(jvp, size, name, dims + dims)
+        out = run_below(owner, owner.parent, lambda: _custom_jvp_call(key, name, fun_b, jvp_b, vals),  # type: ignore[arg-type]
+                        f"the function or jvp rule of {name}")
+        return None if out is None else [BatchTracer(owner, o, 0) for o in out]
+    assert isinstance(owner, JVPTrace)
+    primals, tangents = split_tangents(owner, leaves)
+
+    def run_rule() -> list[Any]:
+        return jvp(*primals, *(_zeros_for(p) if t is None else t for p, t in zip(primals, tangents)))
+
+    both = run_below(owner, owner.rule_trace, run_rule, f"the jvp rule of {name}")
+    if both is None:
+        return None
+    n = len(both) // 2
+    return [JVPTracer(owner, p, t) for p, t in zip(both[:n], both[n:])]
+
+
+def _custom_jvp_staged(key: object, name: str, fun: Flat, jvp: Flat, leaves: list[Any]) -> list[Any]:
+    """The call as one `custom_jvp_call`, its function and rule staged."""
+    avals = _avals(leaves)
+    call_jaxpr, consts = _stage(fun, avals, name)
+    rule, jvp_consts = _stage_rules(
+        key, lambda: _stage(jvp, [*avals, *avals], name), lambda: (_Rule(jvp, name), [])
+    )
+    return custom_jvp_call_p.bind(
+        *consts, *jvp_consts, *leaves, call_jaxpr=call_jaxpr, jvp=rule, num_consts=len(consts),
+        num_jvp_consts=len(jvp_consts), name=name,
+    )
 
 
 def _custom_jvp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_jvp_consts: int,
@@ -426,6 +523,9 @@ class custom_vjp:
     residuals, cotangent) -> tuple of cotangents` (one per non-static argument)
     in the backward pass. Forward mode (jvp) of such a function is a TypeError.
     Values the function closes over are differentiated through its own code.
+    Outside jit and make_jaxpr, `fwd` and `bwd` run on the values at hand (bwd
+    when the backward pass runs), so Python control flow in them works, as in
+    autograd's primitives and PyTorch's autograd.Function.
 
     >>> import fgrad
     >>> @custom_vjp
@@ -500,25 +600,100 @@ class custom_vjp:
                     flat[i] = _zeros_for(x)
             return flat
 
-        avals = _avals(leaves)
-        call_jaxpr, consts = _stage(flat_fun, avals, name)
-        n_out = len(call_jaxpr.out_avals)
+        def n_out() -> int:
+            assert outs.tree is not None, "the function or fwd has run"
+            return outs.tree.num_leaves
 
-        def stage_rules() -> tuple[ClosedJaxpr, list[Any], ClosedJaxpr, list[Any]]:
-            fwd_jaxpr, fwd_consts = _stage(flat_fwd, avals, name)
-            res_avals = fwd_jaxpr.out_avals[n_out:]
-            bwd_jaxpr, bwd_consts = _stage(flat_bwd, [*res_avals, *call_jaxpr.out_avals], name)
-            return fwd_jaxpr, fwd_consts, bwd_jaxpr, bwd_consts
-
-        fwd_rule, fwd_consts, bwd_rule, bwd_consts = _stage_rules(
-            self, stage_rules, lambda: (_Rule(flat_fwd, name), [], _Rule(flat_bwd, name), [])
-        )
-        out_leaves = custom_vjp_call_p.bind(
-            *consts, *fwd_consts, *bwd_consts, *leaves, call_jaxpr=call_jaxpr, fwd=fwd_rule, bwd=bwd_rule,
-            num_consts=len(consts), num_fwd_consts=len(fwd_consts), num_bwd_consts=len(bwd_consts), name=name,
-        )
+        out_leaves = _custom_vjp_call(self, name, flat_fun, flat_fwd, flat_bwd, bwd, n_out, leaves)
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
+
+
+def _custom_vjp_call(key: object, name: str, fun: Flat, fwd: Flat, bwd: Flat, user_bwd: Callable[..., Any],
+                     n_out: Callable[[], int], leaves: list[Any]) -> list[Any]:
+    """A call of a custom_vjp (`key`) as functions of flat lists: `fun(*xs)`,
+    `fwd(*xs)` returning the outputs then the residuals (`n_out()` of the
+    former, once it has run) and `bwd(*residuals, *cts)` the cotangents of
+    the arguments. `user_bwd` is the user's bwd, looked into for closures."""
+    owner = transform_of(leaves)
+    if owner is None:
+        return fun(*leaves)
+    if owner is not STAGED:
+        if type(owner) is JVPTrace:  # forward mode in an argument
+            raise _forward_mode_error(name)
+        out = _custom_vjp_eagerly(owner, key, name, fun, fwd, bwd, user_bwd, n_out, leaves)
+        if out is not None:
+            return out
+    return _custom_vjp_staged(key, name, fun, fwd, bwd, leaves)
+
+
+def _custom_vjp_eagerly(owner: Trace, key: object, name: str, fun: Flat, fwd: Flat, bwd: Flat,
+                        user_bwd: Callable[..., Any], n_out: Callable[[], int],
+                        leaves: list[Any]) -> list[Any] | None:
+    """The call run on the values at hand. Reverse mode runs `fwd` on the
+    primals now and records one `custom_vjp_bwd` equation whose transpose
+    calls `bwd` when the backward pass runs, on whatever values it gets then
+    (so its Python control flow works too); under vmap the three are vmapped
+    and called again below. None where their code closes over a value of a
+    transform it runs below (then it is staged)."""
+    if isinstance(owner, BatchTrace):
+        # Every output batched, in the function and fwd alike; residuals only where they vary (bwd's
+        # Python control flow may need one that does not), and bwd's cotangents as the arguments.
+        size = owner.axis_size
+        vals, dims = unbatched(owner, leaves)
+        fwd_dims: list[int | None] = []
+
+        def bwd_b(*xs: Any) -> list[Any]:
+            k = n_out()
+            ct_dims: list[int | None] = []
+            cts = vmapped(bwd, size, name, fwd_dims[k:] + [0] * k, ct_dims)(*xs)
+            # An argument the same for every example gets the sum of theirs.
+            return [reductions.reduce_sum(ct, axes=(0,)) if d is None and c is not None
+                    else with_batch_axis(ct, None, size) if d is not None and c is None else ct
+                    for ct, d, c in zip(cts, dims, ct_dims)]
+
+        fun_b, fwd_b = vmapped(fun, size, name, dims), vmapped(fwd, size, name, dims, fwd_dims, n_out)
+        out = run_below(owner, owner.parent,  # type: ignore[arg-type]
+                        lambda: _custom_vjp_call(key, name, fun_b, fwd_b, bwd_b, user_bwd, n_out, vals),
+                        f"the function or a rule of {name}")
+        return None if out is None else [BatchTracer(owner, o, 0) for o in out]
+    assert isinstance(owner, LinearizeTrace)
+    primals, tangents = split_tangents(owner, leaves)
+
+    both = run_below(owner, owner.parent, lambda: fwd(*primals), f"the fwd rule of {name}",  # type: ignore[arg-type]
+                     later=user_bwd)
+    if both is None:
+        return None
+    k = n_out()
+    outs, res = both[:k], both[k:]
+    linear_in = [_zeros_for(p) if t is None else t for p, t in zip(primals, tangents)]
+    t_outs = owner.stage(custom_vjp_bwd_p, [*res, *linear_in], {
+        "bwd": _Eager(bwd, f"the bwd rule of {name}"), "num_res": len(res), "name": name,
+        "out_avals": tuple(_avals(outs)),
+    })
+    return [JVPTracer(owner, o, t) for o, t in zip(outs, t_outs)]
+
+
+def _custom_vjp_staged(key: object, name: str, fun: Flat, fwd: Flat, bwd: Flat,
+                       leaves: list[Any]) -> list[Any]:
+    """The call as one `custom_vjp_call`, its function and rules staged."""
+    avals = _avals(leaves)
+    call_jaxpr, consts = _stage(fun, avals, name)
+    n_out = len(call_jaxpr.out_avals)
+
+    def stage_rules() -> tuple[ClosedJaxpr, list[Any], ClosedJaxpr, list[Any]]:
+        fwd_jaxpr, fwd_consts = _stage(fwd, avals, name)
+        res_avals = fwd_jaxpr.out_avals[n_out:]
+        bwd_jaxpr, bwd_consts = _stage(bwd, [*res_avals, *call_jaxpr.out_avals], name)
+        return fwd_jaxpr, fwd_consts, bwd_jaxpr, bwd_consts
+
+    fwd_rule, fwd_consts, bwd_rule, bwd_consts = _stage_rules(
+        key, stage_rules, lambda: (_Rule(fwd, name), [], _Rule(bwd, name), [])
+    )
+    return custom_vjp_call_p.bind(
+        *consts, *fwd_consts, *bwd_consts, *leaves, call_jaxpr=call_jaxpr, fwd=fwd_rule, bwd=bwd_rule,
+        num_consts=len(consts), num_fwd_consts=len(fwd_consts), num_bwd_consts=len(bwd_consts), name=name,
+    )
 
 
 def _custom_vjp_impl(*args: Any, call_jaxpr: ClosedJaxpr, num_consts: int, num_fwd_consts: int,
@@ -624,11 +799,14 @@ custom_vjp_bwd_p = Primitive(
 generic_impls.add(custom_vjp_bwd_p)  # its impl raises the same error on every library
 
 
-def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: ClosedJaxpr, num_res: int,
+def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: ClosedJaxpr | _Eager, num_res: int,
                               out_avals: tuple[ShapedArray, ...], name: str) -> list[Any]:
     res, linear = args[:num_res], args[num_res:]
     filled = [zeros(a) if ct is None else ct for ct, a in zip(cts, out_avals)]
-    cts_in = eval_jaxpr(bwd.jaxpr, bwd.consts, *res, *filled)
+    if isinstance(bwd, _Eager):  # the user's bwd itself, on the values the backward pass has
+        cts_in = bwd(*res, *filled)
+    else:
+        cts_in = eval_jaxpr(bwd.jaxpr, bwd.consts, *res, *filled)
     return [None] * num_res + [c if is_linear(x) else None for x, c in zip(linear, cts_in)]
 
 
@@ -646,6 +824,9 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
                static_argnums: int | Sequence[int] = ()) -> Callable[..., Any]:
     """`fun`, but reverse mode keeps only its inputs and recomputes its internal
     residuals during the backward pass: memory for time (alias `remat`).
+
+    Outside jit and make_jaxpr `fun` runs on the values at hand, once forward
+    and again in the backward pass, so Python control flow in it works.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> layer = checkpoint(lambda h: fnp.tanh(h * 2.0))
@@ -671,8 +852,7 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
             out_leaves, outs.tree = tree_flatten(fun(*_merge(fixed, tree_unflatten(in_tree, xs), static)))
             return out_leaves
 
-        jaxpr, consts = _stage(flat_fun, _avals(leaves), name)
-        out_leaves = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, name=name)
+        out_leaves = _checkpoint_call(name, flat_fun, leaves, closures=True)
         assert outs.tree is not None
         return tree_unflatten(outs.tree, out_leaves)
 
@@ -680,6 +860,146 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Any
 
 
 remat = checkpoint
+
+
+def _checkpoint_call(name: str, fun: Flat, leaves: Sequence[Any], closures: bool = False) -> list[Any]:
+    """A checkpointed call of `fun` (flat lists in and out). Where no transform
+    differentiates its arguments, `closures` says whether one may
+    differentiate what it closes over: then it is staged, so that those
+    residuals too are recomputed; else it is ordinary code."""
+    owner = transform_of(leaves)
+    if owner is None and not closures:
+        return fun(*leaves)
+    if owner is not None and owner is not STAGED:
+        out = _checkpoint_eagerly(owner, name, fun, list(leaves))
+        if out is not None:
+            return out
+    jaxpr, consts = _stage(fun, _avals(leaves), name)
+    return checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, name=name)
+
+
+def _checkpoint_eagerly(owner: Trace, name: str, fun: Flat, leaves: list[Any]) -> list[Any] | None:
+    """The call run on the values at hand. Reverse mode runs `fun` on the
+    primals now, itself checkpointed for the transforms below, and records one
+    `checkpoint_tangent` equation holding just the primals, whose transpose
+    runs `fun` again, differentiated, in the backward pass. Forward mode and
+    vmap call the checkpoint of the function's jvp or vmap below. None where
+    the code closes over a value of a transform it runs below (then it is
+    staged)."""
+    where = f"the function of checkpoint {name}"
+    if isinstance(owner, BatchTrace):  # results that do not vary stay unbatched (as jacfwd's primals must)
+        vals, in_dims = unbatched(owner, leaves)
+        out_dims: list[int | None] = []
+        batched = vmapped(fun, owner.axis_size, name, in_dims, out_dims, force=lambda: 0)
+        out = run_below(owner, owner.parent, lambda: _checkpoint_call(name, batched, vals), where)  # type: ignore[arg-type]
+        if out is None:
+            return None
+        return [o if d is None else BatchTracer(owner, o, d) for o, d in zip(out, out_dims)]
+    assert isinstance(owner, JVPTrace)
+    primals, tangents = split_tangents(owner, leaves)
+    nonzeros = tuple(t is not None for t in tangents)
+    if not isinstance(owner, LinearizeTrace):  # forward mode: the checkpoint of the jvp
+        jvp_fun = _jvp_of(fun, nonzeros, name)
+        both = run_below(owner, owner.parent, lambda: _checkpoint_call(  # type: ignore[arg-type]
+            name, jvp_fun, [*primals, *(t for t in tangents if t is not None)]), where)
+        if both is None:
+            return None
+        n = len(both) // 2
+        return [JVPTracer(owner, p, t) for p, t in zip(both[:n], both[n:])]
+    outs = run_below(owner, owner.parent, lambda: _checkpoint_call(name, fun, primals), where)  # type: ignore[arg-type]
+    if outs is None:
+        return None
+    t_outs = owner.stage(checkpoint_tangent_p, [*primals, *(t for t in tangents if t is not None)], {
+        "fun": _Eager(fun, where), "nonzeros": nonzeros, "name": name, "out_avals": tuple(_avals(outs)),
+    })
+    return [JVPTracer(owner, o, t) for o, t in zip(outs, t_outs)]
+
+
+def _jvp_of(fun: Flat, nonzeros: Sequence[bool], name: str) -> Flat:
+    """(primals, the tangents marked in `nonzeros`) -> (outputs, their tangents, zeros where none)."""
+    n = len(nonzeros)
+
+    def jvp_fun(*xs: Any) -> list[Any]:
+        it = iter(xs[n:])
+        tangents = [next(it) if nz else None for nz in nonzeros]
+        outs, t_outs, _ = jvp_flat(fun, xs[:n], tangents, f"jvp of checkpoint {name}")
+        return [*outs, *(zeros_like_value(o) if t is None else t for o, t in zip(outs, t_outs))]
+
+    return jvp_fun
+
+
+# --- checkpoint_tangent: the tangent map of an eager checkpoint ---------------------
+#
+# Its operands are the primals, then the tangents of those marked in `nonzeros`;
+# its parameter `fun` the Python function. Applied forward (linearize's tangent
+# map) it is fun's jvp; transposed, the checkpoint of fun's vjp, recomputing
+# fun's residuals; other transforms treat the jvp as ordinary code.
+
+
+def _tangent_map(fun: Flat, nonzeros: tuple[bool, ...], name: str) -> Flat:
+    jvp_fun = _jvp_of(fun, nonzeros, name)
+
+    def tangents_of(*xs: Any) -> list[Any]:
+        both = jvp_fun(*xs)
+        return both[len(both) // 2:]
+
+    return tangents_of
+
+
+def _checkpoint_tangent_impl(*args: Any, fun: _Eager, nonzeros: tuple[bool, ...], name: str,
+                             out_avals: tuple[ShapedArray, ...]) -> list[Any]:
+    # Run with the caller's trace current: what `fun` closes over belongs to transforms around the call.
+    return _tangent_map(fun, nonzeros, name)(*args)
+
+
+checkpoint_tangent_p = Primitive("checkpoint_tangent", _checkpoint_tangent_impl,
+                                 lambda *avals, out_avals, **_: list(out_avals), multiple_results=True)
+generic_impls.add(checkpoint_tangent_p)
+
+
+def _checkpoint_tangent_jvp(primals: list[Any], tangents: list[Any], *, fun: _Eager,
+                            nonzeros: tuple[bool, ...], name: str,
+                            out_avals: tuple[ShapedArray, ...]) -> tuple[list[Any], list[Any]]:
+    outs, t_outs, _ = jvp_flat(_tangent_map(fun, nonzeros, name), primals, tangents,
+                               f"jvp of checkpoint {name}")
+    return outs, t_outs
+
+
+def _checkpoint_tangent_transpose(cts: list[Any], *args: Any, fun: _Eager, nonzeros: tuple[bool, ...],
+                                  name: str, out_avals: tuple[ShapedArray, ...]) -> list[Any]:
+    n = len(nonzeros)
+    primals = args[:n]
+    filled = [zeros(a) if ct is None else ct for ct, a in zip(cts, out_avals)]
+    where = [i for i, nz in enumerate(nonzeros) if nz]
+
+    def pullback(*xs: Any) -> list[Any]:  # (primals, output cotangents) -> cotangents of the nonzero ones
+        p, c = list(xs[:n]), xs[n:]
+
+        def of_nonzero(*ys: Any) -> list[Any]:
+            full = list(p)
+            for i, y in zip(where, ys):
+                full[i] = y
+            return fun(*full)
+
+        _, linear, _ = linearize_flat(of_nonzero, [p[i] for i in where],
+                                      f"the backward pass of checkpoint {name}")
+        cts_in = linear.transpose(c)
+        return [zeros_like_value(p[i]) if ct is None else ct for i, ct in zip(where, cts_in)]
+
+    it = iter(_checkpoint_call(name, pullback, [*primals, *filled]))
+    return [None] * n + [next(it) for _ in where]
+
+
+def _checkpoint_tangent_batch(args: list[Any], dims: list[Any], *, fun: _Eager, nonzeros: tuple[bool, ...],
+                              name: str, out_avals: tuple[ShapedArray, ...]) -> tuple[list[Any], list[Any]]:
+    out = batch_flat(_tangent_map(fun, nonzeros, name), args, dims, lambda: [0] * len(out_avals),
+                     batch_size(args, dims), f"vmap of checkpoint {name}")
+    return out, [0] * len(out)
+
+
+jvp_rules[checkpoint_tangent_p] = _checkpoint_tangent_jvp
+transpose_rules[checkpoint_tangent_p] = _checkpoint_tangent_transpose
+batch_rules[checkpoint_tangent_p] = _checkpoint_tangent_batch
 
 
 def _checkpoint_impl(*args: Any, jaxpr: ClosedJaxpr, **_: Any) -> list[Any]:

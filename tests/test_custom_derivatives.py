@@ -197,9 +197,11 @@ def test_checkpoint_recomputes_in_the_backward_pass():
         calls.append(1)
         return fnp.sin(x) * 2.0
 
-    fgrad.grad(lambda x: fnp.sum(remat(block)(x)))(x0)
-    assert len(calls) == 1  # staged once; its jaxpr is what is recomputed
+    np.testing.assert_allclose(fgrad.grad(lambda x: fnp.sum(remat(block)(x)))(x0), 2 * np.cos(x0))
+    assert len(calls) == 2  # eagerly: in the forward pass, and again in the backward pass
+    calls.clear()
     closed = fgrad.make_jaxpr(fgrad.grad(lambda x: fnp.sum(checkpoint(block)(x))))(x0)
+    assert len(calls) == 1  # staged once; its jaxpr is what is recomputed
     forward, backward = [e for e in closed.eqns if e.primitive.name == "checkpoint"]
     # The backward equation takes the input, not cos(x), and computes cos(x) itself.
     assert [e.primitive.name for e in forward.params["jaxpr"].eqns] == ["sin", "mul"]
@@ -225,13 +227,17 @@ def test_checkpoint_static_argnums_linearize_and_vmap():
     np.testing.assert_allclose(fgrad.grad(lambda x: fnp.sum(fgrad.vmap(checkpoint(fnp.sin))(x)))(x0), np.cos(x0))
 
 
-def test_python_control_flow_inside_a_staged_function_says_why_it_is_abstract():
+def test_python_control_flow_in_custom_functions_runs_eagerly_and_is_abstract_when_staged():
     def block(x):
         return fnp.sin(x) if fnp.sum(x) > 0 else x
 
     for wrap in (checkpoint, lambda f: custom_vjp(f)):
         g = wrap(block)
         if isinstance(g, custom_vjp):
-            g.defvjp(lambda x: (block(x), x), lambda x, ct: (ct,))
-        with pytest.raises(fgrad.ConcretizationTypeError, match="traced once on abstract values.*static_argnums"):
-            fgrad.grad(lambda x: fnp.sum(g(x)))(x0)
+            g.defvjp(lambda x: (block(x), x), lambda x, ct: (ct * fnp.cos(x) if fnp.sum(x) > 0 else ct,))
+        loss = lambda x: fnp.sum(g(x))  # noqa: E731
+        np.testing.assert_allclose(fgrad.grad(loss)(x0), np.cos(x0))  # sum(x0) > 0
+        np.testing.assert_allclose(fgrad.grad(loss)(-x0), np.ones(3))
+        for staged in (fgrad.jit(fgrad.grad(loss)), fgrad.make_jaxpr(fgrad.grad(loss))):
+            with pytest.raises(fgrad.ConcretizationTypeError, match="traced once on abstract values.*static_argnums"):
+                staged(x0)

@@ -43,6 +43,7 @@ __all__ = [
     "passthrough_types",
     "LARGE_ARRAY_BYTES",
     "transforming",
+    "Hidden",
 ]
 
 # Arrays at least this large are worth checking whether their buffer can be
@@ -100,6 +101,9 @@ class Trace:
     of its tracers that is used raises `UnexpectedTracerError`, as does one used
     in a thread other than `thread`, the one that made the trace.
 
+    While a custom rule's Python code runs below this trace (custom_derivatives.py),
+    `dead` holds a `Hidden` instead: its tracers may not be used then either.
+
     A trace runs in the thread that made it, so `state` holds that thread's
     current-trace storage, `ctx.__dict__` there: rules that make another trace
     current for a moment (`state["trace"] = ...`) switch it there without the
@@ -112,7 +116,7 @@ class Trace:
     def __init__(self, parent: Trace | None, transform: str) -> None:
         self.parent = parent
         self.transform = transform  # for messages: "grad of f", "make_jaxpr of f"
-        self.dead = False
+        self.dead: bool | Hidden = False
         self.thread = get_ident()
         self.state: dict[str, Any] = None if parent is None else ctx.__dict__  # type: ignore[assignment]
 
@@ -250,9 +254,34 @@ class tracing:
         transforming.leave(state)  # after it is not
 
 
+class Hidden:
+    """What a trace's `dead` holds while a custom function's Python code runs
+    below it, on the values underneath its tracers (custom_derivatives.py):
+    a tracer of it used there is a value that code closed over, which that
+    trace cannot see. Using one raises, as a dead trace's do, and sets `used`,
+    so that the caller can run the function another way."""
+
+    __slots__ = ("used", "where")
+
+    def __init__(self, where: str) -> None:
+        self.used = False
+        self.where = where  # for the message: "the jvp rule of f"
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:
     """The error for using `x` after its transform returned, or in another thread."""
     trace = x._trace
+    if isinstance(trace.dead, Hidden):
+        trace.dead.used = True
+        return UnexpectedTracerError(
+            f"A traced value ({x.aval.str_short()}) of `{trace.transform}` was used by "
+            f"{trace.dead.where}, which closes over it and runs below that transform, on the values "
+            "underneath its traced arguments. Pass the value to the function as an argument instead "
+            "of closing over it."
+        )
     if not trace.dead:
         return UnexpectedTracerError(
             f"A traced value ({x.aval.str_short()}) created by `{trace.transform}` in thread "

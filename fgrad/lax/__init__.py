@@ -31,12 +31,13 @@ from .slicing import (
     dynamic_update_slice,
     dynamic_update_slice_in_dim,
 )
+from .solves import custom_linear_solve, custom_root
 
 __all__ = [
     "cond", "switch", "select", "while_loop", "fori_loop", "scan", "map", "stop_gradient",
     "associative_scan", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
     "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
-    "dot", "dot_general", "Precision",
+    "dot", "dot_general", "Precision", "custom_root", "custom_linear_solve",
 ]
 
 

@@ -12,7 +12,7 @@ from fgrad import lax
 from fgrad.test_util import check_grads
 from tests.strategies import seeds, values
 
-PRIMITIVES = {"cond", "while", "scan", "while_tape", "tape_scan"}
+PRIMITIVES = {"cond", "while", "scan", "while_tape", "tape_scan", "custom_root", "custom_linear_solve"}
 
 
 def _branchy(x, y):
@@ -37,6 +37,24 @@ def _halving_loss(x):
     return fnp.sum(_halving(x) ** 2)
 
 
+def _root(theta):
+    # The root of x + 0.3 tanh(theta) sin(x) = 2 sin(theta), elementwise (one root: the slope is at
+    # least 0.7), by Newton's method.
+    k = 0.3 * fnp.tanh(theta)
+
+    def solve(f, x):
+        return lax.fori_loop(0, 30, lambda i, x: x - f(x) / (1.0 + k * fnp.cos(x)), x)
+
+    return lax.custom_root(lambda x: x + k * fnp.sin(x) - 2 * fnp.sin(theta), fnp.zeros_like(theta), solve,
+                           lambda g, y: y / g(fnp.ones_like(y)))
+
+
+def _linear_solve(a, b):
+    # A diagonal, positive system whose matrix and right-hand side both vary.
+    d = 2.0 + fnp.sin(a)
+    return lax.custom_linear_solve(lambda x: d * x, b, lambda mv, b: b / d, symmetric=True)
+
+
 def _linearized_halving(x):
     # Under jit, linearize keeps the tape and applies the tangents over it.
     return fgrad.jit(lambda x, t: fgrad.linearize(_halving, x)[1](t))(x, fnp.cos(x))
@@ -50,6 +68,11 @@ BATCH_CASES = {
     "switch": (_switchy, [(3,), (3,)], "real"),
     "while": (_halving, [(2,)], "real"),
     "scan": (lambda h, xs: _rnn(h, xs)[0], [(2,), (4, 2)], "real"),
+    "custom_root": (_root, [(3,)], "real"),
+    "custom_root_gradient": (fgrad.grad(lambda t: fnp.sum(_root(t) ** 2)), [(3,)], "real"),
+    "custom_linear_solve": (_linear_solve, [(3,), (3,)], "real"),
+    "custom_linear_solve_transposed": (lambda a, b: fnp.concatenate(fgrad.grad(
+        lambda a, b: fnp.sum(_linear_solve(a, b) ** 2), argnums=(0, 1))(a, b)), [(3,), (3,)], "real"),
     "scan_ys_reverse": (lambda h, xs: lax.scan(lambda c, x: (c + x, fnp.sin(c) * x), h, xs, reverse=True)[1],
                         [(2,), (3, 2)], "real"),
 }
@@ -77,6 +100,16 @@ def test_scan_derivatives(seed):
     h, xs = values((2,), "real", seed), values((4, 2), "real", seed + 1)
     check_grads(lambda h, xs: _rnn(h, xs), (h, xs), order=2)
     check_grads(lambda h, xs: lax.scan(lambda c, x: (c * x, fnp.sin(c)), h, xs, reverse=True), (h, xs), order=2)
+
+
+@settings(deadline=None, max_examples=10)
+@given(seed=seeds)
+def test_custom_root_and_custom_linear_solve_derivatives(seed):
+    theta = values((3,), "real", seed)
+    check_grads(_root, (theta,), order=2, atol=1e-6, rtol=1e-6)
+    a, b = values((3,), "real", seed + 1), values((3,), "real", seed + 2)
+    check_grads(_linear_solve, (a, b), order=2)
+    check_grads(fgrad.jit(_linear_solve), (a, b), order=1)
 
 
 def test_reverse_mode_through_a_newton_iteration_is_the_analytic_derivative():

@@ -2,10 +2,11 @@
 debug primitives, closing over values of every transform.
 
 Each function closes over `w`, a traced value of the transform around it, both
-in its body and in its custom rule. Its results and derivatives must equal
-those of the same function written without the primitive: under grad, jvp,
-vjp and vmap, evaluated eagerly or staged by make_jaxpr and then evaluated,
-to first and second order.
+in its body and in its custom rule, or takes it as an argument. Its results and
+derivatives must equal those of the same function written without the
+primitive: under grad, jvp, vjp and vmap, evaluated eagerly (custom functions
+running their Python code then, fgrad/eager_calls.py) or staged by make_jaxpr
+and then evaluated, to first and second order.
 """
 
 import numpy as np
@@ -17,7 +18,7 @@ from fgrad.ir.check import check_jaxpr
 
 # Checked numerically here (tests/primitives/test_registry.py requires a listing).
 PRIMITIVES = {
-    "custom_jvp_call", "custom_vjp_call", "custom_vjp_bwd", "checkpoint", "jit",
+    "custom_jvp_call", "custom_vjp_call", "custom_vjp_bwd", "checkpoint", "checkpoint_tangent", "jit",
     "debug_print", "debug_callback", "tap_grad", "tap_cotangent",
 }
 
@@ -80,8 +81,23 @@ def with_custom_jvp_of_argument(w):
     return fnp.sum(f(x0, w) * x0)
 
 
+def with_checkpoint_of_argument(w):
+    # Eagerly a checkpoint_tangent equation, recomputed in the backward pass.
+    return fnp.sum(fgrad.checkpoint(inner)(x0, w) * x0)
+
+
+def with_custom_jvp_of_argument_closing_over_it(w):
+    # The rule takes w and closes over it too: eagerly it would meet w below w's transform, so it is staged.
+    @fgrad.custom_jvp
+    def f(x, v):
+        return inner(x, v)
+
+    f.defjvps(None, lambda tv, ans, x, v: (fnp.cos(x * w) * x + 2 * x * w) * tv)
+    return fnp.sum(f(x0, w) * x0)
+
+
 FUNCTIONS = [with_checkpoint, with_custom_jvp, with_custom_vjp, with_custom_jvp_of_argument, with_jit,
-             with_jit_of_argument]
+             with_jit_of_argument, with_checkpoint_of_argument, with_custom_jvp_of_argument_closing_over_it]
 
 TRANSFORMS = {
     "grad": lambda f: fgrad.grad(f),
@@ -214,13 +230,25 @@ def _printed(x):
     return x * 2.0
 
 
+def _linearized_checkpoint(x):
+    return fgrad.linearize(fgrad.checkpoint(lambda x: fnp.sin(x) * x), x)[1](fnp.cos(x))
+
+
+# Eagerly vmap calls custom functions vmapped; inside jit it batches their primitives (the
+# staged cases).
 BATCH_CASES = {
-    "checkpoint": (fgrad.checkpoint(lambda x, y: fnp.sin(x) * y), [(3,), (3,)], "real"),
+    "checkpoint": (fgrad.jit(fgrad.checkpoint(lambda x, y: fnp.sin(x) * y)), [(3,), (3,)], "real"),
+    "checkpoint_eager": (fgrad.checkpoint(lambda x, y: fnp.sin(x) * y), [(3,), (3,)], "real"),
+    # the tangent map of an eager checkpoint, applied to batched values
+    "checkpoint_tangent": (_linearized_checkpoint, [(3,)], "real"),
     "jit": (fgrad.jit(lambda x, y: fnp.sin(x) * y + fnp.sum(x)), [(3,), ()], "real"),
-    "custom_jvp_call": (lambda x: _softplus(x) * 2.0, [(3,)], "real"),
-    "custom_vjp_call": (lambda x, y: _cube(x) + y, [(3,), ()], "real"),
+    "custom_jvp_call": (fgrad.jit(lambda x: _softplus(x) * 2.0), [(3,)], "real"),
+    "custom_jvp_eager": (lambda x: _softplus(x) * 2.0, [(3,)], "real"),
+    "custom_vjp_call": (fgrad.jit(lambda x, y: _cube(x) + y), [(3,), ()], "real"),
+    "custom_vjp_eager": (lambda x, y: _cube(x) + y, [(3,), ()], "real"),
     # under vmap the backward pass transposes custom_vjp_bwd on batched cotangents
-    "custom_vjp_bwd": (lambda x: fgrad.grad(lambda x: fnp.sum(_cube(x)))(x), [(3,)], "real"),
+    "custom_vjp_bwd": (fgrad.jit(lambda x: fgrad.grad(lambda x: fnp.sum(_cube(x)))(x)), [(3,)], "real"),
+    "custom_vjp_bwd_eager": (lambda x: fgrad.grad(lambda x: fnp.sum(_cube(x)))(x), [(3,)], "real"),
     "debug_print": (_printed, [(2,)], "real"),
     "tap_grad": (_tapped, [(3,)], "real"),
     "tap_cotangent": (_tapped, [(2, 2)], "real"),

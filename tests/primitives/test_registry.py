@@ -45,7 +45,8 @@ def test_every_primitive_has_a_jvp_rule(name):
 # tangent is caught by the reverse-mode checks of its rule test.)
 ON_TANGENTS = {"neg", "add", "sub", "mul", "div", "where", "convert_element_type", "broadcast_to",
                "sort_by_key", "index_mul", "solve", "real", "imag", "conj",
-               "gather", "scatter_add", "scatter_set", "scatter_mul", "tape_scan"}
+               "gather", "scatter_add", "scatter_set", "scatter_mul", "tape_scan", "checkpoint_tangent",
+               "custom_linear_solve"}
 LINEAR = sorted(ON_TANGENTS | {name for name, p in ALL.items() if jvp_rules.get(p) in (LINEAR_RULE, BILINEAR)})
 
 
