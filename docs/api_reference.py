@@ -35,6 +35,7 @@ MODULES = [
     ("fgrad.scipy.linalg", "SciPy's linear algebra."),
     ("fgrad.scipy.signal", "SciPy's convolutions."),
     ("fgrad.scipy.integrate", "Integration of samples, and ODEs."),
+    ("fgrad.scipy.optimize", "SciPy's solvers, differentiable by the implicit function theorem."),
     ("fgrad.optim", "Functional optimizers on pytrees."),
     ("fgrad.tree_util", "Pytrees: flattening, mapping, registering."),
     ("fgrad.tree", "The pytree functions under JAX's short names (jax.tree)."),
