@@ -20,17 +20,18 @@ Each primitive says how it is written, beside its other rules
   asking for fresh memory. This is decided here, statically, from liveness.
 * `block_rules`: Python statements for a control-flow primitive (`if`,
   `while`, `for`), its sub-jaxprs written inline (`_Writer.inline`).
-* `float_rules`: an expression over Python floats, for 0-d float64 values.
-  NumPy's scalars cost about 50 ns an operation, Python's floats a third of
-  that, and a chain of scalar operations (a gradient of scalar code) is all
-  such operations. When some equations have float rules, the function runs
-  them on Python floats (`v2 = math.exp(v1)`), converting at its edges. Where
-  Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
-  exp(1000.0)) it raises instead (ZeroDivisionError, ValueError,
-  OverflowError), and the function then runs again on NumPy's scalars, which
-  give NumPy's inf or nan. Only a jaxpr without effects runs twice, and the
-  float version never writes into a donated argument, so the second run sees
-  the arguments as they were.
+* `float_rules`: an expression over Python scalars, for 0-d values: a float
+  for a float64, a bool for a bool, an int for an int64. NumPy's scalars cost
+  about 50 ns an operation, Python's a third of that, and a chain of scalar
+  operations (a gradient of scalar code) is all such operations. When some
+  equations have float rules, the function runs them on Python scalars
+  (`v2 = math.exp(v1)`, `v5 = (v3 if v4 else 0.0)`), converting at its edges.
+  Where Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
+  exp(1000.0), an int past int64) it raises instead (ZeroDivisionError,
+  ValueError, OverflowError), and the function then runs again on NumPy's
+  scalars, which give NumPy's inf, nan or wrapped int. Only a jaxpr without
+  effects runs twice, and the float version never writes into a donated
+  argument, so the second run sees the arguments as they were.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, dtype_name
 from ..core.libraries import Library, LibraryTrace, library_impl
-from ..core.rules import block_rules, emit_rules, float_rules, out_rules
+from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
 from .evaluate import eval_closed_now, evaluation_trace
@@ -57,6 +58,10 @@ from .passes import has_effects, last_uses
 __all__ = ["compile_jaxpr", "compile_for_library", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
+# The Python type standing for a 0-d value of each dtype in float code, with the
+# names (in the generated code's namespace) of its conversion from and to NumPy.
+_PYTHON_FORMS = {_FLOAT64: ("float", "f64"), np.dtype(bool): ("bool", "b1"),
+                 np.dtype(np.int64): ("int", "i64")}
 
 
 class CompiledJaxpr:
@@ -297,23 +302,25 @@ def _within(where: tuple[str, ...]) -> str:
     return f", in {', in '.join(reversed(where))}" if where else ""
 
 
-def _is_float64_scalar(aval: ShapedArray) -> bool:
-    return aval.shape == () and aval.dtype == _FLOAT64
-
-
-def _float_operand(a: Any) -> bool:
-    """A 0-d float64 value, or a Python number written in the jaxpr (which
-    NumPy turns into a float64 beside one)."""
-    if _is_float64_scalar(a.aval):
-        return True
-    return (type(a) is Literal and a.aval.weak_type and a.aval.dtype.kind in "iu"
-            and abs(int(a.val)) <= 2**53)
+def _python_form(aval: ShapedArray) -> tuple[str, str] | None:
+    """For a 0-d value that float code holds as a Python scalar, the names of
+    its conversions from NumPy and back; None for any other."""
+    return _PYTHON_FORMS.get(aval.dtype) if aval.shape == () else None
 
 
 def _runs_on_floats(eqn: Any) -> bool:
     return (eqn.primitive in float_rules and len(eqn.outvars) == 1
-            and _is_float64_scalar(eqn.outvars[0].aval)
-            and all(_float_operand(a) for a in eqn.invars))
+            and _python_form(eqn.outvars[0].aval) is not None
+            and all(_python_form(a.aval) is not None for a in eqn.invars))
+
+
+def _on_floats(eqn: Any) -> bool:
+    """Whether the equation computes in floats (a float64 operand or result):
+    then a Python int written in the jaxpr is written as a float, as NumPy
+    turns it into a float64 beside one."""
+    if eqn.outvars[0].aval.dtype == _FLOAT64:
+        return True
+    return any(a.aval.dtype == _FLOAT64 and not (type(a) is Literal and a.aval.weak_type) for a in eqn.invars)
 
 
 def _statement(eqn: Any, outs: list[str], call: str) -> str:
@@ -416,7 +423,8 @@ class _Writer:
     def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...]) -> None:
         self.jaxpr = jaxpr = closed.jaxpr
         self.donated = donated
-        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "np": np}
+        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "b1": np.bool_, "i64": np.int64,
+                                          "checked_int64": checked_int64, "np": np}
         self.temps = 0
         self.names: dict[Var, str] = {}
         self.counts: dict[str, int] = {}
@@ -486,29 +494,43 @@ class _Writer:
             if type(a) is Literal:
                 return self.glob("k", a.val)
             if a not in as_numpy:
-                lines.append(f"    {self.name(a)} = f64({as_float[a]})")
+                lines.append(f"    {self.name(a)} = {_PYTHON_FORMS[a.aval.dtype][1]}({as_float[a]})")
                 self.conversions += 1
                 as_numpy.add(a)
             return self.name(a)
 
-        def float_form(a: Any) -> str:
+        def float_form(a: Any, in_floats: bool) -> str | None:
+            """The Python scalar's expression (made by `convert` when first needed)."""
             if type(a) is Literal:
+                if a.aval.dtype == bool:
+                    return repr(bool(a.val))
+                if a.aval.dtype.kind in "iu" and not in_floats:
+                    return repr(int(a.val))
+                if a.aval.dtype.kind in "iu" and abs(int(a.val)) > 2**53:
+                    return None  # not a float exactly
                 value = float(a.val)
                 return repr(value) if math.isfinite(value) else self.glob("k", value)
-            found = as_float.get(a)
-            if found is None:
+            return as_float.get(a) or "w" + self.name(a)[1:]
+
+        def convert(a: Any) -> None:
+            if type(a) is not Literal and a not in as_float:
                 found = as_float[a] = "w" + self.name(a)[1:]
-                lines.append(f"    {found} = float({self.name(a)})")
+                lines.append(f"    {found} = {_PYTHON_FORMS[a.aval.dtype][0]}({self.name(a)})")
                 self.conversions += 1
-            return found
 
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
             dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
             if floats and _runs_on_floats(eqn):
-                rule = float_rules[eqn.primitive]
-                call = rule([float_form(a) for a in eqn.invars], **eqn.params)
+                in_floats = _on_floats(eqn)
+                operands = [float_form(a, in_floats) for a in eqn.invars]
+                call = None
+                if None not in operands:
+                    rule = float_rules[eqn.primitive]
+                    call = rule(operands, [a.aval for a in eqn.invars], **eqn.params)
                 if call is not None:
+                    for a in eqn.invars:
+                        convert(a)
                     out = eqn.outvars[0]
                     as_float[out] = "w" + self.name(out)[1:]
                     lines.append(f"    {as_float[out]} = {call}")

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad.core.rules import float_rules, out_rules
+from fgrad.core.avals import ShapedArray
+from fgrad.core.rules import checked_int64, float_rules, out_rules
 from fgrad.ir.codegen import compile_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from tests.strategies import seeds, values
@@ -101,6 +102,18 @@ SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 7.25, 1e-300, 1e30
                   710.0, -745.5, math.pi, math.inf, -math.inf, math.nan]
 
 
+SPECIAL_INTS = [0, 1, -1, 2, -3, 7, 3 * 2**61, -2**63, 2**63 - 1]
+_DOMAINS = {  # a float rule's operands: their dtype, the values tried, the Python type standing for them
+    "f": (np.dtype(np.float64), SPECIAL_FLOATS, float),
+    "i": (np.dtype(np.int64), SPECIAL_INTS, int),
+    "b": (np.dtype(bool), [False, True], bool),
+}
+_PARAMS = {
+    "integer_pow": [{"y": y} for y in (-3, -1, 0, 2, 3)],
+    "convert_element_type": [{"new_dtype": np.dtype(t)} for t in (np.float64, np.int64, bool)],
+}
+
+
 def _same_float(got, want):
     if np.isnan(want):
         return bool(np.isnan(got))
@@ -109,25 +122,48 @@ def _same_float(got, want):
     return abs(got - want) <= 1e-15 * abs(want)  # math's functions and NumPy's differ by an ulp at most
 
 
+def _arity(prim):
+    if prim.name == "where":
+        return 3
+    return out_rules[prim].nin if prim in out_rules else 1
+
+
 @pytest.mark.parametrize("prim", sorted(float_rules, key=lambda p: p.name), ids=lambda p: p.name)
-def test_each_float_rule_gives_numpy_s_float64_or_raises(prim):
-    nin = out_rules[prim].nin if prim in out_rules else 1
-    params = [{"y": y} for y in (-3, -1, 0, 2, 3)] if prim.name == "integer_pow" else [{}]
-    computed = 0
-    for kw in params:
-        expression = float_rules[prim](["a", "b"], **kw)
-        for operands in itertools.product(SPECIAL_FLOATS, repeat=nin):
-            a, b = (*operands, 0.0)[:2]
-            with np.errstate(all="ignore"):
-                want = prim.impl(*map(np.float64, operands), **kw)
+def test_each_float_rule_gives_numpy_s_result_or_raises(prim):
+    # On Python floats, ints and bools (where it has a rule for them), the
+    # rule's expression gives NumPy's result of that dtype, or raises.
+    nin = _arity(prim)
+    params = _PARAMS.get(prim.name, [{}])
+    computed = tried = 0
+    for kw, domain in itertools.product(params, _DOMAINS):
+        dtype, special, _ = _DOMAINS[domain]
+        kinds = ["b", domain, domain] if prim.name == "where" else [domain] * nin
+        avals = [ShapedArray((), _DOMAINS[k][0]) for k in kinds]
+        expression = float_rules[prim](["a", "b", "c"][:nin], avals, **kw)
+        if expression is None:
+            continue
+        for operands in itertools.product(*(_DOMAINS[k][1] for k in kinds)):
+            tried += 1
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = prim.impl(*(_DOMAINS[k][0].type(x) for k, x in zip(kinds, operands)), **kw)
+                except (ArithmeticError, ValueError, TypeError):
+                    want = None  # NumPy's error: Python's code must raise too
             try:
-                got = eval(expression, {"math": math}, {"a": a, "b": b})
+                got = eval(expression, {"math": math, "checked_int64": checked_int64},
+                           dict(zip("abc", operands)))
             except (ArithmeticError, ValueError):
                 continue  # allowed: the generated code then computes on NumPy's scalars
+            assert want is not None, (prim, kw, operands, got)
             computed += 1
-            assert type(got) is float, (prim, operands, got)
-            assert _same_float(got, want), (prim, kw, operands, got, want)
-    assert computed >= 5 * len(params), "the rule is hardly exercised: it raises on most values"
+            want_type = next(t for dt, _, t in _DOMAINS.values() if dt == np.asarray(want).dtype)
+            assert type(got) is want_type, (prim, kw, operands, got, want)
+            if want_type is float:
+                assert _same_float(got, want), (prim, kw, operands, got, want)
+            else:
+                assert got == want, (prim, kw, operands, got, want)
+    assert computed >= min(5 * len(params), tried), "the rule is hardly exercised: it raises on most values"
 
 
 _EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a * a * a]
