@@ -60,6 +60,14 @@ never receive a zero array they would have to build first.
   jit's code then computes on NumPy's scalars instead. None where the rule
   does not cover these dtypes.
 
+* ``unroll_rules[p](elements, avals, emit, **params) -> list[list[Atom]] | None``:
+  jit's rewrite of `p` on small arrays whose elements are known
+  (ir/unroll.py): `elements[i]` lists operand i's elements as 0-d atoms in C
+  order (a 0-d operand is its own element), `avals` are the operands'; the
+  rule returns the elements of each result, computed exactly as `p` computes
+  them, with `emit(prim, *atoms, **params)`, which records a 0-d equation and
+  returns its result; or None to keep `p` as it is.
+
 Effects: a primitive in `effectful` does something besides computing its
 results (prints, calls back into Python). Passes never drop it for an unused
 result, and never merge two of its equations.
@@ -83,7 +91,7 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
-    "emit_rules", "out_rules", "float_rules", "block_rules", "jit_rewrites", "effectful",
+    "emit_rules", "out_rules", "float_rules", "block_rules", "unroll_rules", "jit_rewrites", "effectful",
     "LARGE_ARRAY_BYTES", "checked_int64",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -96,6 +104,7 @@ emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}
 float_rules: dict[Primitive, Callable[..., str | None]] = {}
 block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
+unroll_rules: dict[Primitive, Callable[..., Any]] = {}
 # jit's rewrite of one equation of a primitive (a loop's work moved out of it): the
 # equations to put in its place, or None to keep it (applied by ir.passes.optimize_jaxpr).
 jit_rewrites: dict[Primitive, Callable[[Any], list[Any] | None]] = {}

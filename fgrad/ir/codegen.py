@@ -417,6 +417,51 @@ def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Ca
     return take, pool.append
 
 
+def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int]]:
+    """The concatenations of 0-d float64 values (a gradient put together from
+    the cotangents of its elements, a stack of scalars) to write as one
+    `np.array([...])` of those values (with any array among them, one
+    `np.concatenate` of the arrays and such runs of values), rather than a
+    reshape of each value and a concatenation: `packs[i]` lists the parts
+    of equation i's result (a 0-d atom, or a list holding a 1-d operand),
+    and `folded[j] = i` says that reshape j is written there and nowhere else.
+    Primitives are matched by name: the IR does not import them."""
+    uses: dict[Var, int] = {}
+    for eqn in jaxpr.eqns:
+        for a in eqn.invars:
+            if type(a) is Var:
+                uses[a] = uses.get(a, 0) + 1
+    for a in jaxpr.outvars:
+        if type(a) is Var:
+            uses[a] = uses.get(a, 0) + 1
+    reshaped: dict[Var, int] = {}  # (1,) arrays made from a 0-d float64 value, by equation
+    packs: dict[int, list[Any]] = {}
+    folded: dict[int, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        name = eqn.primitive.name
+        if name == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.dtype == _FLOAT64:
+            reshaped[eqn.outvars[0]] = i
+            continue
+        out = eqn.outvars[0].aval if len(eqn.outvars) == 1 else None
+        if name != "concatenate" or out is None or out.ndim != 1 or out.dtype != _FLOAT64:
+            continue
+        mine: dict[Var, int] = {}
+        for a in eqn.invars:
+            if type(a) is Var:
+                mine[a] = mine.get(a, 0) + 1
+        parts: list[Any] = []
+        for a in eqn.invars:
+            if type(a) is Var and a in reshaped and uses[a] == mine[a]:
+                parts.append(jaxpr.eqns[reshaped[a]].invars[0])
+            else:
+                parts.append([a])
+        if sum(type(p) is not list for p in parts) >= 2:
+            packs[i] = parts
+            folded.update((reshaped[a], i) for a in eqn.invars if type(a) is Var and a in reshaped
+                          and uses[a] == mine[a])
+    return packs, folded
+
+
 class _Writer:
     """The source text of one jaxpr's function, and the namespace it runs in."""
 
@@ -440,6 +485,7 @@ class _Writer:
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
         self.owned = _buffer_candidates(jaxpr, donated)
+        self.packs, self.folded = _packs(jaxpr)
 
     def name(self, v: Var) -> str:
         found = self.names.get(v)
@@ -518,9 +564,35 @@ class _Writer:
                 lines.append(f"    {found} = {_PYTHON_FORMS[a.aval.dtype][0]}({self.name(a)})")
                 self.conversions += 1
 
+        later: dict[int, list[Var]] = {}  # deaths moved to the pack that takes a folded reshape's place
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
             dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
+            if i in self.folded:
+                later.setdefault(self.folded[i], []).extend(dead)
+                continue
+            if i in later:
+                dead = [*dead, *later.pop(i)]
+            if i in self.packs:
+                pieces: list[str] = []  # the arrays to concatenate
+                values: list[str] = []  # a run of values to make one of them
+                for a in self.packs[i]:
+                    if type(a) is list:
+                        if values:
+                            pieces.append(f"np.array([{', '.join(values)}])")
+                            values = []
+                        pieces.append(numpy_form(a[0]))
+                    elif type(a) is Literal:
+                        values.append(float_form(a, True) or self.glob("k", a.val))
+                    else:
+                        values.append(as_float[a] if a in as_float else numpy_form(a))
+                if values:
+                    pieces.append(f"np.array([{', '.join(values)}])")
+                joined = pieces[0] if len(pieces) == 1 else f"np.concatenate(({', '.join(pieces)}))"
+                lines.append(f"    {self.name(eqn.outvars[0])} = {joined}")
+                as_numpy.update(eqn.outvars)
+                self._delete(lines, dead, keep, as_numpy)
+                continue
             if floats and _runs_on_floats(eqn):
                 in_floats = _on_floats(eqn)
                 operands = [float_form(a, in_floats) for a in eqn.invars]

@@ -191,7 +191,7 @@ def unroll_small_arrays(closed: ClosedJaxpr) -> ClosedJaxpr:
             del eqns[start:]
             eqns.append(eqn)
             continue
-        changed = True
+        changed = changed or len(eqns) > start
         array = False
         for v, els in zip(eqn.outvars, outs):
             if v.aval.shape:
@@ -199,6 +199,7 @@ def unroll_small_arrays(closed: ClosedJaxpr) -> ClosedJaxpr:
                 array = True
             else:
                 env[v] = _typed(els[0], v.aval)
+                changed = True
         if array:
             eqns.append(eqn)  # for uses that need the array (DCE drops it otherwise)
     if not changed:

@@ -36,8 +36,10 @@ from ..core.rules import (
     out_rules,
     transpose_in_place_rules,
     transpose_rules,
+    unroll_rules,
 )
 from ..core.trace import Primitive
+from ..ir.unroll import elementwise_rule
 from . import batching
 from . import derivatives as d
 
@@ -106,6 +108,7 @@ def elementwise(
     elementwise_impls.add(prim)
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
+    unroll_rules[prim] = elementwise_rule(prim)
     if isinstance(np_fn, np.ufunc):
         out_rules[prim] = np_fn
     return prim
@@ -497,6 +500,7 @@ def _where_transpose(ct: Any, c: Any, x: Any, y: Any) -> list[Any]:
 
 
 transpose_rules[where_p] = _where_transpose
+unroll_rules[where_p] = elementwise_rule(where_p)
 
 
 # --- jit's code on Python scalars (float_rules) -----------------------------------
@@ -579,6 +583,7 @@ def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
 integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
 jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
 batching.defbatch_unary(integer_pow_p)
+unroll_rules[integer_pow_p] = elementwise_rule(integer_pow_p)
 
 
 def _integer_pow_float(args: list[str], avals: list[ShapedArray], *, y: int) -> str | None:
@@ -614,6 +619,7 @@ def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype
 
 convert_element_type_p = Primitive("convert_element_type", _convert_impl, _convert_aval)
 batching.defbatch_unary(convert_element_type_p)
+unroll_rules[convert_element_type_p] = elementwise_rule(convert_element_type_p)
 jvp_rules[convert_element_type_p] = _convert_jvp
 transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
     convert_element_type(ct, new_dtype=x.aval.dtype)

@@ -28,8 +28,9 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.libraries import library_rules
-from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules
+from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules, unroll_rules
 from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..ir.unroll import movement_rule, positions
 from . import batching, shapes
 from . import derivatives as d
 from . import elementwise as ew
@@ -109,6 +110,7 @@ def _getitem_emit(args: list[str], avals: list[ShapedArray], *, idx: StaticIndex
 
 
 emit_rules[getitem_p] = _getitem_emit
+unroll_rules[getitem_p] = movement_rule(getitem_p)
 d.deflinear(getitem_p)
 transpose_rules[getitem_p] = lambda ct, x, *, idx: [index_add(d.zeros(x.aval), ct, idx=idx)]
 
@@ -233,6 +235,29 @@ transpose_rules[index_add_p] = _index_add_transpose
 transpose_rules[index_set_p] = _index_set_transpose
 
 
+def _scatter_unroll(combine: Primitive | None) -> Callable[..., Any]:
+    """The unroll rule of a scatter: each update combined (by `combine`; None:
+    set) into the element it selects, in the order of the index, as the
+    implementation (and `ufunc.at`) applies them."""
+
+    def rule(elements: list[list[Any]], avals: list[ShapedArray], emit: Callable[..., Any], *,
+             idx: StaticIndex) -> list[list[Any]] | None:
+        (xs, ys), (x, y) = elements, avals
+        if y.dtype != x.dtype and not y.weak_type:
+            return None  # the updates are cast into x's dtype
+        where = positions(x.shape)[tuple(idx)]
+        updates = np.broadcast_to(positions(y.shape), where.shape).ravel().tolist()
+        out = list(xs)
+        for p, q in zip(where.ravel().tolist(), updates):
+            out[p] = ys[q] if combine is None else emit(combine, out[p], ys[q])
+        return [out]
+
+    return rule
+
+
+for _p, _into in ((index_add_p, ew.add_p), (index_set_p, None), (index_mul_p, ew.mul_p),
+                  (index_min_p, ew.min_p), (index_max_p, ew.max_p)):
+    unroll_rules[_p] = _scatter_unroll(_into)
 
 
 # --- the cotangent of many static indexings of one array ------------------------------
