@@ -166,12 +166,16 @@ def test_each_float_rule_gives_numpy_s_result_or_raises(prim):
     assert computed >= min(5 * len(params), tried), "the rule is hardly exercised: it raises on most values"
 
 
-_EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a * a * a]
-_EXACT_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv]
+_EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a * a * a,
+                fnp.floor, fnp.ceil, fnp.trunc, fnp.rint, fnp.sign, lambda a: fnp.where(fnp.isnan(a), 2.0, a),
+                lambda a: fnp.where(a > 0.5, a, -a)]
+_EXACT_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, fnp.maximum, fnp.minimum,
+                 fnp.fmax, fnp.fmin, fnp.remainder, fnp.floor_divide, lambda a, b: fnp.where(a < b, b, a)]
 
 
 @settings(deadline=None)
-@given(program=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 20)), min_size=6, max_size=12),
+@given(program=st.lists(st.tuples(st.integers(0, len(_EXACT_UNARY) + len(_EXACT_BINARY) - 1), st.integers(0, 20)),
+                        min_size=6, max_size=12),
        x=st.floats(), y=st.floats(allow_nan=False))
 def test_scalar_programs_on_python_floats_equal_numpy_s_results_and_its_inf_and_nan(program, x, y):
     # Operations that IEEE arithmetic rounds exactly, in both math and NumPy:
@@ -199,6 +203,48 @@ def test_scalar_programs_on_python_floats_equal_numpy_s_results_and_its_inf_and_
         for g, w in zip(np.atleast_1d(got), np.atleast_1d(want)):
             assert type(g) is np.float64
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("x, y", [(1000.0, 1000.0), (-1000.0, 1000.0), (math.inf, math.inf), (-math.inf, 2.0),
+                                  (math.nan, 1.0), (0.0, 0.0), (0.0, -0.0), (710.0, -3.0), (1e-320, 5e-324)])
+def test_softplus_softmax_and_selections_on_floats_keep_numpy_s_inf_and_nan(x, y):
+    # logaddexp as NumPy's npy_logaddexp, exp's overflow and 0/0 on NumPy's scalars (the float code
+    # raises, then reruns there), maximum's and minimum's nan, comparisons and where on nan.
+    def f(x, y):
+        a = fnp.logaddexp(x, y) + fnp.logaddexp(x, 0.0) - fnp.maximum(x, y) * fnp.minimum(y, x)
+        b = fnp.where(x > y, fnp.exp(x), x / y) + fnp.where(fnp.isfinite(a), a, -1.0)
+        return fnp.fmax(a, b) - fnp.fmin(b, x), fnp.where((a == b) | (x != x), 1.0, 0.0) + fnp.sign(b)
+
+    jf = fgrad.jit(f)
+    assert "math.log1p(math.exp(" in jf.lower(0.5, 0.25).as_text()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f(np.float64(x), np.float64(y))
+        got = jf(x, y)
+    for g, w in zip(got, want):
+        assert type(g) is np.float64
+        np.testing.assert_array_equal(g, w)
+        assert np.signbit(g) == np.signbit(w)
+
+
+@pytest.mark.parametrize("i, j", [(7, 3), (-7, 3), (7, -3), (2**62, 4), (-2**63, -1), (5, 0), (2**63 - 1, 1)])
+def test_int64_code_on_python_ints_wraps_and_divides_by_zero_as_numpy(i, j):
+    # Python's ints do not wrap: a result past int64 (or a division by zero) reruns on NumPy's
+    # scalars, which wrap around (or give 0) and warn.
+    def f(i, j):
+        k = i * j + i - (j // 2)
+        return fnp.where(k > i, k % j, fnp.maximum(k, j) // j) + fnp.abs(i) - (-j), k
+
+    jf = fgrad.jit(f)
+    i64 = np.int64
+    assert "checked_int64(" in jf.lower(i64(1), i64(2)).as_text()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f(i64(i), i64(j))
+        got = jf(i64(i), i64(j))
+    for g, w in zip(got, want):
+        assert type(g) is np.int64
+        assert g == w
 
 
 def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):
