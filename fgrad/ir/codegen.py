@@ -40,6 +40,7 @@ import itertools
 import linecache
 import math
 import re
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,13 +70,29 @@ class CompiledJaxpr:
     (its constants are built in) for the list of its outputs; `source` is the
     text it was compiled from."""
 
-    __slots__ = ("fun", "source", "_legend", "__weakref__")
+    __slots__ = ("fun", "_source", "_legend", "_rest", "__weakref__")
 
     def __init__(self, fun: Callable[..., list[Any]], source: str,
-                 legend: dict[str, tuple[Any, ...]] | None = None) -> None:
+                 legend: dict[str, tuple[Any, ...]] | None = None,
+                 rest: Callable[[], str] | None = None) -> None:
         self.fun = fun
-        self.source = source
+        self._source = source
         self._legend = legend or {}
+        self._rest = rest  # compiles the function's second part, when first needed, and gives its text
+
+    @property
+    def source(self) -> str:
+        self.complete()
+        return self._source
+
+    def complete(self) -> None:
+        """Compile the part of the function generated when first needed (the
+        version on NumPy's scalars that float code falls back to), if not yet."""
+        if self._rest is not None:
+            with _completing:
+                if self._rest is not None:
+                    self._source += "\n\n\n" + self._rest()
+                    self._rest = None
 
     def header(self, inputs: Sequence[str] = ()) -> str:
         """Comment lines saying what each name of `source` stands for: the
@@ -115,7 +132,7 @@ class CompiledJaxpr:
                 lines.append(f"{name}: a buffer {about[1].str_short()} kept between calls for a value "
                              "that never leaves the call")
         if any(n[0] == "w" for n in used):
-            lines.append("wN: the value of vN as a Python float")
+            lines.append("wN: values as Python numbers (a name is taken again once its value is dead)")
         if any(n[0] == "t" for n in used):
             lines.append("tN: a loop's own variables (its step, the lists its outputs are collected in)")
         return "\n".join("# " + line.replace("\n", " ") for line in lines)
@@ -151,11 +168,11 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
         try:
             w0 = float(v0)
             w1 = math.sin(w0)
-            w2 = w1 * w0
-            w3 = w2 + 1.0
-            w4 = math.log(w3)
-            v4 = f64(w4)
-            return [v4]
+            w1 = w1 * w0
+            w1 = w1 + 1.0
+            w1 = math.log(w1)
+            v2 = f64(w1)
+            return [v2]
     <BLANKLINE>
     """
     writer = _Writer(closed, donated)
@@ -169,16 +186,36 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     if body is not None:
         lines = [f"def jitted({params}):", "    try:", *("    " + line for line in body),
                  "    except (ArithmeticError, ValueError):  # where NumPy gives inf or nan",
-                 f"        return on_numpy_scalars({params})",
-                 "", "", f"def on_numpy_scalars({params}):", *writer.body(floats=False)]
+                 f"        return on_numpy_scalars({params})"]
     else:
         lines = [f"def jitted({params}):", *writer.body(floats=False)]
     source = "\n".join(lines)
     filename = _source_file(source)
     exec(compile(source, filename, "exec"), writer.namespace)
-    compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    if body is None:
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    else:
+        # The version on NumPy's scalars runs only where Python's numbers raise:
+        # generated and compiled then (compiling costs as much as generating, and
+        # more than linearly in a long function's length), or when its text is read.
+        def numpy_version() -> str:
+            text = "\n".join([f"def on_numpy_scalars({params}):", *writer.body(floats=False)])
+            name = _source_file(text)
+            exec(compile(text, name, "exec"), writer.namespace)  # replaces the stub below
+            weakref.finalize(compiled, linecache.cache.pop, name, None)
+            return text
+
+        def on_numpy_scalars(*args: Any) -> list[Any]:
+            compiled.complete()
+            return writer.namespace["on_numpy_scalars"](*args)
+
+        writer.namespace["on_numpy_scalars"] = on_numpy_scalars
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend, numpy_version)
     weakref.finalize(compiled, linecache.cache.pop, filename, None)
     return compiled
+
+
+_completing = threading.Lock()
 
 
 def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
@@ -558,6 +595,17 @@ class _Writer:
                 return repr(value) if math.isfinite(value) else self.glob("k", value)
             return as_float.get(a) or "w" + self.name(a)[1:]
 
+        # The names of floats no longer needed, for new ones: a function with fewer
+        # names compiles faster (CPython's compiler takes more than linear time in them).
+        spare: list[str] = []
+
+        def release(dead: Sequence[Var]) -> None:
+            for v in dead:
+                if v not in keep:
+                    found = as_float.pop(v, None)
+                    if found is not None:
+                        spare.append(found)
+
         def convert(a: Any) -> None:
             if type(a) is not Literal and a not in as_float:
                 found = as_float[a] = "w" + self.name(a)[1:]
@@ -592,6 +640,7 @@ class _Writer:
                 lines.append(f"    {self.name(eqn.outvars[0])} = {joined}")
                 as_numpy.update(eqn.outvars)
                 self._delete(lines, dead, keep, as_numpy)
+                release(dead)
                 continue
             if floats and _runs_on_floats(eqn):
                 in_floats = _on_floats(eqn)
@@ -603,8 +652,9 @@ class _Writer:
                 if call is not None:
                     for a in eqn.invars:
                         convert(a)
+                    release(dead)
                     out = eqn.outvars[0]
-                    as_float[out] = "w" + self.name(out)[1:]
+                    as_float[out] = spare.pop() if spare else "w" + self.name(out)[1:]
                     lines.append(f"    {as_float[out]} = {call}")
                     self.float_ops += 1
                     self._delete(lines, dead, keep, as_numpy)
@@ -616,6 +666,7 @@ class _Writer:
                 lines.extend("    " + line for line in statements)
                 as_numpy.update(eqn.outvars)
                 self._delete(lines, dead, keep, as_numpy)
+                release(dead)
                 continue
             into = plan.into.get(i)
             if into is not None:
@@ -631,6 +682,7 @@ class _Writer:
             lines.append("    " + _statement(eqn, [self.name(v) for v in eqn.outvars], call))
             as_numpy.update(eqn.outvars)
             self._delete(lines, dead, keep, as_numpy)
+            release(dead)
         outs = ", ".join(numpy_form(a) for a in jaxpr.outvars)
         if plan.slots:
             lines.append(f"    {self.glob('give', give)}(scratch)")

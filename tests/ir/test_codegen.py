@@ -247,6 +247,24 @@ def test_int64_code_on_python_ints_wraps_and_divides_by_zero_as_numpy(i, j):
         assert g == w
 
 
+def test_the_version_on_numpy_scalars_is_compiled_when_first_needed_once_across_threads():
+    closed = fgrad.make_jaxpr(lambda x: fnp.log(fnp.sin(x) * x + 1.0) * fnp.exp(x))(0.5)
+    compiled = compile_jaxpr(closed)
+    assert "def on_numpy_scalars" not in compiled._source  # not generated yet
+    assert compiled(np.float64(0.5))[0] == pytest.approx(np.log(np.sin(0.5) * 0.5 + 1.0) * np.exp(0.5))
+    assert "def on_numpy_scalars" not in compiled._source
+    results = []
+    with np.errstate(all="ignore"):
+        threads = [threading.Thread(target=lambda: results.append(compiled(np.float64(1000.0))[0]))
+                   for _ in range(4)]  # exp overflows: each thread reruns on NumPy's scalars
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == [np.inf] * 4
+    assert compiled.source.count("def on_numpy_scalars") == 1
+
+
 def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):
     v = np.arange(1.0, 4.0)
     mixed = fgrad.jit(lambda s, v: fnp.sum(v * s) * s + fnp.sin(s))
