@@ -454,15 +454,16 @@ def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Ca
     return take, pool.append
 
 
-def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int]]:
+def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var, int]]:
     """The concatenations of 0-d float64 values (a gradient put together from
     the cotangents of its elements, a stack of scalars) to write as one
     `np.array([...])` of those values (with any array among them, one
     `np.concatenate` of the arrays and such runs of values), rather than a
     reshape of each value and a concatenation: `packs[i]` lists the parts
     of equation i's result (a 0-d atom, or a list holding a 1-d operand),
-    and `folded[j] = i` says that reshape j is written there and nowhere else.
-    Primitives are matched by name: the IR does not import them."""
+    and `folded[j] = i` says that reshape j is written there and nowhere else;
+    `used_until[v]` is the last pack that takes the 0-d value v (used there,
+    not at its reshape). Primitives are matched by name: the IR does not import them."""
     uses: dict[Var, int] = {}
     for eqn in jaxpr.eqns:
         for a in eqn.invars:
@@ -476,7 +477,8 @@ def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int]]:
     folded: dict[int, int] = {}
     for i, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
-        if name == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.dtype == _FLOAT64:
+        if (name == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.shape == ()
+                and eqn.invars[0].aval.dtype == _FLOAT64):
             reshaped[eqn.outvars[0]] = i
             continue
         out = eqn.outvars[0].aval if len(eqn.outvars) == 1 else None
@@ -496,7 +498,12 @@ def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int]]:
             packs[i] = parts
             folded.update((reshaped[a], i) for a in eqn.invars if type(a) is Var and a in reshaped
                           and uses[a] == mine[a])
-    return packs, folded
+    used_until: dict[Var, int] = {}
+    for i, parts in packs.items():
+        for p in parts:
+            if type(p) is Var:
+                used_until[p] = max(used_until.get(p, i), i)
+    return packs, folded, used_until
 
 
 class _Writer:
@@ -522,7 +529,7 @@ class _Writer:
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
         self.owned = _buffer_candidates(jaxpr, donated)
-        self.packs, self.folded = _packs(jaxpr)
+        self.packs, self.folded, self.used_until = _packs(jaxpr)
 
     def name(self, v: Var) -> str:
         found = self.names.get(v)
@@ -616,6 +623,15 @@ class _Writer:
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
             dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
+            if self.used_until and dead:
+                kept = []
+                for v in dead:  # a value a later pack takes dies there
+                    until = self.used_until.get(v, i)
+                    if until > i:
+                        later.setdefault(until, []).append(v)
+                    else:
+                        kept.append(v)
+                dead = kept
             if i in self.folded:
                 later.setdefault(self.folded[i], []).extend(dead)
                 continue

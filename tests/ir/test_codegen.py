@@ -265,6 +265,27 @@ def test_the_version_on_numpy_scalars_is_compiled_when_first_needed_once_across_
     assert compiled.source.count("def on_numpy_scalars") == 1
 
 
+@pytest.mark.parametrize("on_floats", [False, True])
+def test_scalars_concatenated_are_one_np_array_and_live_until_their_last_pack(on_floats):
+    from fgrad.primitives.shapes import concatenate, reshape
+
+    def f(x, v):
+        a, b = (x * 2.0 - 1.0, x * x + 3.0) if on_floats else (x, x + 1.0)
+        first, second = reshape(a, new_shape=(1,)), reshape(a, new_shape=(1,))  # a's last reshape comes first
+        p = concatenate(second, reshape(b, new_shape=(1,)), axis=0)
+        q = concatenate(first, v, reshape(b, new_shape=(1,)), reshape(v, new_shape=(1,)), axis=0)
+        return p, q
+
+    closed = fgrad.make_jaxpr(f)(np.float64(0.5), np.ones(1))
+    compiled = compile_jaxpr(closed)
+    assert "np.array([" in compiled.source
+    assert ("float(" in compiled.source) == on_floats
+    got = compiled(np.float64(0.5), np.array([7.0]))
+    want = eval_jaxpr(closed.jaxpr, closed.consts, np.float64(0.5), np.array([7.0]))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):
     v = np.arange(1.0, 4.0)
     mixed = fgrad.jit(lambda s, v: fnp.sum(v * s) * s + fnp.sin(s))
