@@ -136,6 +136,8 @@ def _reduction_unroll(combine: Primitive, from_zero: bool) -> Callable[..., Any]
     def rule(elements: list[list[Any]], avals: list[ShapedArray], emit: Callable[..., Any], *,
              axes: tuple[int, ...]) -> list[list[Any]] | None:
         (xs,), (x,) = elements, avals
+        if from_zero and x.dtype.kind == "b":
+            return None  # a sum of bools counts them, in an int
         kept = [i for i in range(x.ndim) if i not in axes]
         groups = positions(x.shape).transpose(*kept, *axes).reshape(-1, math.prod(x.shape[a] for a in axes))
         if groups.shape[1] == 0 or (from_zero and groups.shape[1] > 7):
