@@ -51,11 +51,22 @@ never receive a zero array they would have to build first.
   written inline with `writer.inline(closed, args, what)` (`what` names the
   sub-jaxpr in the source's header: "the body of scan"); `args` are the
   operands' expressions. Lines are relative to the equation's indentation.
-* ``float_rules[p](args, **params) -> str | None``: `p` as an expression over
-  Python floats `args`, for 0-d float64 operands and result. It must give
-  NumPy's float64 result, or raise ArithmeticError or ValueError where it
-  cannot (division by zero, a domain error, an overflow), never another
-  number: jit's code then computes on NumPy's scalars instead.
+* ``float_rules[p](args, avals, **params) -> str | None``: `p` as an expression
+  over Python scalars `args` for 0-d operands (whose avals are `avals`) and a
+  0-d result: a float stands for a float64, an int for an int64, a bool for a
+  bool. It must give NumPy's result, or raise ArithmeticError or ValueError
+  where it cannot (division by zero, a domain error, an overflow: an int
+  result outside int64 goes through `checked_int64`), never another value:
+  jit's code then computes on NumPy's scalars instead. None where the rule
+  does not cover these dtypes.
+
+* ``unroll_rules[p](elements, avals, emit, **params) -> list[list[Atom]] | None``:
+  jit's rewrite of `p` on small arrays whose elements are known
+  (ir/unroll.py): `elements[i]` lists operand i's elements as 0-d atoms in C
+  order (a 0-d operand is its own element), `avals` are the operands'; the
+  rule returns the elements of each result, computed exactly as `p` computes
+  them, with `emit(prim, *atoms, **params)`, which records a 0-d equation and
+  returns its result; or None to keep `p` as it is.
 
 Effects: a primitive in `effectful` does something besides computing its
 results (prints, calls back into Python). Passes never drop it for an unused
@@ -80,8 +91,8 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
-    "emit_rules", "out_rules", "float_rules", "block_rules", "jit_rewrites", "effectful",
-    "LARGE_ARRAY_BYTES",
+    "emit_rules", "out_rules", "float_rules", "block_rules", "unroll_rules", "jit_rewrites", "effectful",
+    "LARGE_ARRAY_BYTES", "checked_int64",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
 
@@ -93,10 +104,19 @@ emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}
 float_rules: dict[Primitive, Callable[..., str | None]] = {}
 block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
+unroll_rules: dict[Primitive, Callable[..., Any]] = {}
 # jit's rewrite of one equation of a primitive (a loop's work moved out of it): the
 # equations to put in its place, or None to keep it (applied by ir.passes.optimize_jaxpr).
 jit_rewrites: dict[Primitive, Callable[[Any], list[Any] | None]] = {}
 effectful: set[Primitive] = set()
+
+
+def checked_int64(n: int) -> int:
+    """`n`, a Python int that float rules computed, if int64 holds it; else
+    OverflowError (NumPy's int64 would wrap around)."""
+    if -9223372036854775808 <= n <= 9223372036854775807:
+        return n
+    raise OverflowError(f"{n} does not fit in int64")
 
 
 class UndefinedPrimal:

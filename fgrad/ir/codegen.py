@@ -20,17 +20,18 @@ Each primitive says how it is written, beside its other rules
   asking for fresh memory. This is decided here, statically, from liveness.
 * `block_rules`: Python statements for a control-flow primitive (`if`,
   `while`, `for`), its sub-jaxprs written inline (`_Writer.inline`).
-* `float_rules`: an expression over Python floats, for 0-d float64 values.
-  NumPy's scalars cost about 50 ns an operation, Python's floats a third of
-  that, and a chain of scalar operations (a gradient of scalar code) is all
-  such operations. When some equations have float rules, the function runs
-  them on Python floats (`v2 = math.exp(v1)`), converting at its edges. Where
-  Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
-  exp(1000.0)) it raises instead (ZeroDivisionError, ValueError,
-  OverflowError), and the function then runs again on NumPy's scalars, which
-  give NumPy's inf or nan. Only a jaxpr without effects runs twice, and the
-  float version never writes into a donated argument, so the second run sees
-  the arguments as they were.
+* `float_rules`: an expression over Python scalars, for 0-d values: a float
+  for a float64, a bool for a bool, an int for an int64. NumPy's scalars cost
+  about 50 ns an operation, Python's a third of that, and a chain of scalar
+  operations (a gradient of scalar code) is all such operations. When some
+  equations have float rules, the function runs them on Python scalars
+  (`v2 = math.exp(v1)`, `v5 = (v3 if v4 else 0.0)`), converting at its edges.
+  Where Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
+  exp(1000.0), an int past int64) it raises instead (ZeroDivisionError,
+  ValueError, OverflowError), and the function then runs again on NumPy's
+  scalars, which give NumPy's inf, nan or wrapped int. Only a jaxpr without
+  effects runs twice, and the float version never writes into a donated
+  argument, so the second run sees the arguments as they were.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import itertools
 import linecache
 import math
 import re
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -47,7 +49,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, dtype_name
 from ..core.libraries import Library, LibraryTrace, library_impl
-from ..core.rules import block_rules, emit_rules, float_rules, out_rules
+from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
 from .evaluate import eval_closed_now, evaluation_trace
@@ -57,6 +59,10 @@ from .passes import has_effects, last_uses
 __all__ = ["compile_jaxpr", "compile_for_library", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
+# The Python type standing for a 0-d value of each dtype in float code, with the
+# names (in the generated code's namespace) of its conversion from and to NumPy.
+_PYTHON_FORMS = {_FLOAT64: ("float", "f64"), np.dtype(bool): ("bool", "b1"),
+                 np.dtype(np.int64): ("int", "i64")}
 
 
 class CompiledJaxpr:
@@ -64,13 +70,29 @@ class CompiledJaxpr:
     (its constants are built in) for the list of its outputs; `source` is the
     text it was compiled from."""
 
-    __slots__ = ("fun", "source", "_legend", "__weakref__")
+    __slots__ = ("fun", "_source", "_legend", "_rest", "__weakref__")
 
     def __init__(self, fun: Callable[..., list[Any]], source: str,
-                 legend: dict[str, tuple[Any, ...]] | None = None) -> None:
+                 legend: dict[str, tuple[Any, ...]] | None = None,
+                 rest: Callable[[], str] | None = None) -> None:
         self.fun = fun
-        self.source = source
+        self._source = source
         self._legend = legend or {}
+        self._rest = rest  # compiles the function's second part, when first needed, and gives its text
+
+    @property
+    def source(self) -> str:
+        self.complete()
+        return self._source
+
+    def complete(self) -> None:
+        """Compile the part of the function generated when first needed (the
+        version on NumPy's scalars that float code falls back to), if not yet."""
+        if self._rest is not None:
+            with _completing:
+                if self._rest is not None:
+                    self._source += "\n\n\n" + self._rest()
+                    self._rest = None
 
     def header(self, inputs: Sequence[str] = ()) -> str:
         """Comment lines saying what each name of `source` stands for: the
@@ -110,7 +132,7 @@ class CompiledJaxpr:
                 lines.append(f"{name}: a buffer {about[1].str_short()} kept between calls for a value "
                              "that never leaves the call")
         if any(n[0] == "w" for n in used):
-            lines.append("wN: the value of vN as a Python float")
+            lines.append("wN: values as Python numbers (a name is taken again once its value is dead)")
         if any(n[0] == "t" for n in used):
             lines.append("tN: a loop's own variables (its step, the lists its outputs are collected in)")
         return "\n".join("# " + line.replace("\n", " ") for line in lines)
@@ -146,11 +168,11 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
         try:
             w0 = float(v0)
             w1 = math.sin(w0)
-            w2 = w1 * w0
-            w3 = w2 + 1.0
-            w4 = math.log(w3)
-            v4 = f64(w4)
-            return [v4]
+            w1 = w1 * w0
+            w1 = w1 + 1.0
+            w1 = math.log(w1)
+            v2 = f64(w1)
+            return [v2]
     <BLANKLINE>
     """
     writer = _Writer(closed, donated)
@@ -164,16 +186,36 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     if body is not None:
         lines = [f"def jitted({params}):", "    try:", *("    " + line for line in body),
                  "    except (ArithmeticError, ValueError):  # where NumPy gives inf or nan",
-                 f"        return on_numpy_scalars({params})",
-                 "", "", f"def on_numpy_scalars({params}):", *writer.body(floats=False)]
+                 f"        return on_numpy_scalars({params})"]
     else:
         lines = [f"def jitted({params}):", *writer.body(floats=False)]
     source = "\n".join(lines)
     filename = _source_file(source)
     exec(compile(source, filename, "exec"), writer.namespace)
-    compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    if body is None:
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+    else:
+        # The version on NumPy's scalars runs only where Python's numbers raise:
+        # generated and compiled then (compiling costs as much as generating, and
+        # more than linearly in a long function's length), or when its text is read.
+        def numpy_version() -> str:
+            text = "\n".join([f"def on_numpy_scalars({params}):", *writer.body(floats=False)])
+            name = _source_file(text)
+            exec(compile(text, name, "exec"), writer.namespace)  # replaces the stub below
+            weakref.finalize(compiled, _released.append, name)
+            return text
+
+        def on_numpy_scalars(*args: Any) -> list[Any]:
+            compiled.complete()
+            return writer.namespace["on_numpy_scalars"](*args)
+
+        writer.namespace["on_numpy_scalars"] = on_numpy_scalars
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend, numpy_version)
     weakref.finalize(compiled, _released.append, filename)
     return compiled
+
+
+_completing = threading.Lock()
 
 
 def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
@@ -307,23 +349,25 @@ def _within(where: tuple[str, ...]) -> str:
     return f", in {', in '.join(reversed(where))}" if where else ""
 
 
-def _is_float64_scalar(aval: ShapedArray) -> bool:
-    return aval.shape == () and aval.dtype == _FLOAT64
-
-
-def _float_operand(a: Any) -> bool:
-    """A 0-d float64 value, or a Python number written in the jaxpr (which
-    NumPy turns into a float64 beside one)."""
-    if _is_float64_scalar(a.aval):
-        return True
-    return (type(a) is Literal and a.aval.weak_type and a.aval.dtype.kind in "iu"
-            and abs(int(a.val)) <= 2**53)
+def _python_form(aval: ShapedArray) -> tuple[str, str] | None:
+    """For a 0-d value that float code holds as a Python scalar, the names of
+    its conversions from NumPy and back; None for any other."""
+    return _PYTHON_FORMS.get(aval.dtype) if aval.shape == () else None
 
 
 def _runs_on_floats(eqn: Any) -> bool:
     return (eqn.primitive in float_rules and len(eqn.outvars) == 1
-            and _is_float64_scalar(eqn.outvars[0].aval)
-            and all(_float_operand(a) for a in eqn.invars))
+            and _python_form(eqn.outvars[0].aval) is not None
+            and all(_python_form(a.aval) is not None for a in eqn.invars))
+
+
+def _on_floats(eqn: Any) -> bool:
+    """Whether the equation computes in floats (a float64 operand or result):
+    then a Python int written in the jaxpr is written as a float, as NumPy
+    turns it into a float64 beside one."""
+    if eqn.outvars[0].aval.dtype == _FLOAT64:
+        return True
+    return any(a.aval.dtype == _FLOAT64 and not (type(a) is Literal and a.aval.weak_type) for a in eqn.invars)
 
 
 def _statement(eqn: Any, outs: list[str], call: str) -> str:
@@ -420,13 +464,66 @@ def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Ca
     return take, pool.append
 
 
+def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var, int]]:
+    """The concatenations of 0-d float64 values (a gradient put together from
+    the cotangents of its elements, a stack of scalars) to write as one
+    `np.array([...])` of those values (with any array among them, one
+    `np.concatenate` of the arrays and such runs of values), rather than a
+    reshape of each value and a concatenation: `packs[i]` lists the parts
+    of equation i's result (a 0-d atom, or a list holding a 1-d operand),
+    and `folded[j] = i` says that reshape j is written there and nowhere else;
+    `used_until[v]` is the last pack that takes the 0-d value v (used there,
+    not at its reshape). Primitives are matched by name: the IR does not import them."""
+    uses: dict[Var, int] = {}
+    for eqn in jaxpr.eqns:
+        for a in eqn.invars:
+            if type(a) is Var:
+                uses[a] = uses.get(a, 0) + 1
+    for a in jaxpr.outvars:
+        if type(a) is Var:
+            uses[a] = uses.get(a, 0) + 1
+    reshaped: dict[Var, int] = {}  # (1,) arrays made from a 0-d float64 value, by equation
+    packs: dict[int, list[Any]] = {}
+    folded: dict[int, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        name = eqn.primitive.name
+        if (name == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.shape == ()
+                and eqn.invars[0].aval.dtype == _FLOAT64):
+            reshaped[eqn.outvars[0]] = i
+            continue
+        out = eqn.outvars[0].aval if len(eqn.outvars) == 1 else None
+        if name != "concatenate" or out is None or out.ndim != 1 or out.dtype != _FLOAT64:
+            continue
+        mine: dict[Var, int] = {}
+        for a in eqn.invars:
+            if type(a) is Var:
+                mine[a] = mine.get(a, 0) + 1
+        parts: list[Any] = []
+        for a in eqn.invars:
+            if type(a) is Var and a in reshaped and uses[a] == mine[a]:
+                parts.append(jaxpr.eqns[reshaped[a]].invars[0])
+            else:
+                parts.append([a])
+        if sum(type(p) is not list for p in parts) >= 2:
+            packs[i] = parts
+            folded.update((reshaped[a], i) for a in eqn.invars if type(a) is Var and a in reshaped
+                          and uses[a] == mine[a])
+    used_until: dict[Var, int] = {}
+    for i, parts in packs.items():
+        for p in parts:
+            if type(p) is Var:
+                used_until[p] = max(used_until.get(p, i), i)
+    return packs, folded, used_until
+
+
 class _Writer:
     """The source text of one jaxpr's function, and the namespace it runs in."""
 
     def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...]) -> None:
         self.jaxpr = jaxpr = closed.jaxpr
         self.donated = donated
-        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "np": np}
+        self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "b1": np.bool_, "i64": np.int64,
+                                          "checked_int64": checked_int64, "np": np}
         self.temps = 0
         self.names: dict[Var, str] = {}
         self.counts: dict[str, int] = {}
@@ -442,6 +539,7 @@ class _Writer:
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
         self.owned = _buffer_candidates(jaxpr, donated)
+        self.packs, self.folded, self.used_until = _packs(jaxpr)
 
     def name(self, v: Var) -> str:
         found = self.names.get(v)
@@ -496,31 +594,93 @@ class _Writer:
             if type(a) is Literal:
                 return self.glob("k", a.val)
             if a not in as_numpy:
-                lines.append(f"    {self.name(a)} = f64({as_float[a]})")
+                lines.append(f"    {self.name(a)} = {_PYTHON_FORMS[a.aval.dtype][1]}({as_float[a]})")
                 self.conversions += 1
                 as_numpy.add(a)
             return self.name(a)
 
-        def float_form(a: Any) -> str:
+        def float_form(a: Any, in_floats: bool) -> str | None:
+            """The Python scalar's expression (made by `convert` when first needed)."""
             if type(a) is Literal:
+                if a.aval.dtype == bool:
+                    return repr(bool(a.val))
+                if a.aval.dtype.kind in "iu" and not in_floats:
+                    return repr(int(a.val))
+                if a.aval.dtype.kind in "iu" and abs(int(a.val)) > 2**53:
+                    return None  # not a float exactly
                 value = float(a.val)
                 return repr(value) if math.isfinite(value) else self.glob("k", value)
-            found = as_float.get(a)
-            if found is None:
-                found = as_float[a] = "w" + self.name(a)[1:]
-                lines.append(f"    {found} = float({self.name(a)})")
-                self.conversions += 1
-            return found
+            return as_float.get(a) or "w" + self.name(a)[1:]
 
+        # The names of floats no longer needed, for new ones: a function with fewer
+        # names compiles faster (CPython's compiler takes more than linear time in them).
+        spare: list[str] = []
+
+        def release(dead: Sequence[Var]) -> None:
+            for v in dead:
+                if v not in keep:
+                    found = as_float.pop(v, None)
+                    if found is not None:
+                        spare.append(found)
+
+        def convert(a: Any) -> None:
+            if type(a) is not Literal and a not in as_float:
+                found = as_float[a] = "w" + self.name(a)[1:]
+                lines.append(f"    {found} = {_PYTHON_FORMS[a.aval.dtype][0]}({self.name(a)})")
+                self.conversions += 1
+
+        later: dict[int, list[Var]] = {}  # deaths moved to the pack that takes a folded reshape's place
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
             dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
+            if self.used_until and dead:
+                kept = []
+                for v in dead:  # a value a later pack takes dies there
+                    until = self.used_until.get(v, i)
+                    if until > i:
+                        later.setdefault(until, []).append(v)
+                    else:
+                        kept.append(v)
+                dead = kept
+            if i in self.folded:
+                later.setdefault(self.folded[i], []).extend(dead)
+                continue
+            if i in later:
+                dead = [*dead, *later.pop(i)]
+            if i in self.packs:
+                pieces: list[str] = []  # the arrays to concatenate
+                values: list[str] = []  # a run of values to make one of them
+                for a in self.packs[i]:
+                    if type(a) is list:
+                        if values:
+                            pieces.append(f"np.array([{', '.join(values)}])")
+                            values = []
+                        pieces.append(numpy_form(a[0]))
+                    elif type(a) is Literal:
+                        values.append(float_form(a, True) or self.glob("k", a.val))
+                    else:
+                        values.append(as_float[a] if a in as_float else numpy_form(a))
+                if values:
+                    pieces.append(f"np.array([{', '.join(values)}])")
+                joined = pieces[0] if len(pieces) == 1 else f"np.concatenate(({', '.join(pieces)}))"
+                lines.append(f"    {self.name(eqn.outvars[0])} = {joined}")
+                as_numpy.update(eqn.outvars)
+                self._delete(lines, dead, keep, as_numpy)
+                release(dead)
+                continue
             if floats and _runs_on_floats(eqn):
-                rule = float_rules[eqn.primitive]
-                call = rule([float_form(a) for a in eqn.invars], **eqn.params)
+                in_floats = _on_floats(eqn)
+                operands = [float_form(a, in_floats) for a in eqn.invars]
+                call = None
+                if None not in operands:
+                    rule = float_rules[eqn.primitive]
+                    call = rule(operands, [a.aval for a in eqn.invars], **eqn.params)
                 if call is not None:
+                    for a in eqn.invars:
+                        convert(a)
+                    release(dead)
                     out = eqn.outvars[0]
-                    as_float[out] = "w" + self.name(out)[1:]
+                    as_float[out] = spare.pop() if spare else "w" + self.name(out)[1:]
                     lines.append(f"    {as_float[out]} = {call}")
                     self.float_ops += 1
                     self._delete(lines, dead, keep, as_numpy)
@@ -532,6 +692,7 @@ class _Writer:
                 lines.extend("    " + line for line in statements)
                 as_numpy.update(eqn.outvars)
                 self._delete(lines, dead, keep, as_numpy)
+                release(dead)
                 continue
             into = plan.into.get(i)
             if into is not None:
@@ -547,6 +708,7 @@ class _Writer:
             lines.append("    " + _statement(eqn, [self.name(v) for v in eqn.outvars], call))
             as_numpy.update(eqn.outvars)
             self._delete(lines, dead, keep, as_numpy)
+            release(dead)
         outs = ", ".join(numpy_form(a) for a in jaxpr.outvars)
         if plan.slots:
             lines.append(f"    {self.glob('give', give)}(scratch)")

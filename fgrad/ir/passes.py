@@ -23,6 +23,7 @@ from ..core.libraries import is_library_array
 from ..core.rules import effectful, jit_rewrites, jvp_rules
 from ..core.trace import Primitive
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
+from .unroll import unroll_small_arrays
 
 __all__ = [
     "dce_jaxpr", "dce_closed_jaxpr", "has_effects", "last_uses",
@@ -1025,7 +1026,7 @@ def optimize_jaxpr(closed: ClosedJaxpr, max_rounds: int = 8) -> ClosedJaxpr:
     >>> print(optimize_jaxpr(fgrad.make_jaxpr(f)(1.0)))
     { lambda ; a:f64[]. let b:f64[] = sin a c:f64[] = add b b in (c,) }
     """
-    closed = optimized_bodies(inline_calls(rewritten(closed)), max_rounds)
+    closed = unroll_small_arrays(optimized_bodies(inline_calls(rewritten(closed)), max_rounds))
     for _ in range(max_rounds):
         folded = fold_constants(closed)
         simplified = sliced_products(summed_products(identity_products(simplify_jaxpr(folded))))

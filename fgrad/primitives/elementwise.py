@@ -36,8 +36,10 @@ from ..core.rules import (
     out_rules,
     transpose_in_place_rules,
     transpose_rules,
+    unroll_rules,
 )
 from ..core.trace import Primitive
+from ..ir.unroll import elementwise_rule
 from . import batching
 from . import derivatives as d
 
@@ -112,18 +114,45 @@ def elementwise(
     elementwise_impls.add(prim)
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
+    unroll_rules[prim] = elementwise_rule(prim)
     if isinstance(np_fn, np.ufunc):
         out_rules[prim] = np_fn
     return prim
 
 
-def _float_expression(template: str) -> Callable[..., str]:
-    """A float rule (jit's code on Python floats): `template` formatted with the operands."""
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_BOOL = np.dtype(bool)
 
-    def emit(args: list[str], **params: Any) -> str:
-        return template.format(*args, **params)
+
+def _domain(avals: list[ShapedArray]) -> str:
+    """What a float rule's operands are: "f" floats (where jit's code has
+    written any Python int of the jaxpr as a float), "i" ints (with bools
+    maybe), "b" bools only."""
+    dtypes = {a.dtype for a in avals}
+    if _F64 in dtypes:
+        return "f" if dtypes <= {_F64, _I64} else "?"
+    if _I64 in dtypes:
+        return "i"
+    return "b" if dtypes == {_BOOL} else "?"
+
+
+def _scalar_rule(f: str | None = None, i: str | None = None,
+                 b: str | None = None) -> Callable[..., str | None]:
+    """A float rule (jit's code on Python scalars): the template for the
+    operands' domain (`_domain`) formatted with them; None for a domain without one.
+    An int template's result is checked to fit int64 (`checked_int64`)."""
+
+    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
+        template = {"f": f, "i": i, "b": b}.get(_domain(avals))
+        return None if template is None else template.format(*args, **params)
 
     return emit
+
+
+def _float_expression(template: str) -> Callable[..., str | None]:
+    """A float rule for float64 operands only: `template` formatted with them."""
+    return _scalar_rule(f=template)
 
 
 def _operator_emit(symbol: str) -> Callable[..., str | None]:
@@ -212,14 +241,14 @@ arccosh_p = elementwise(
 arctanh_p = elementwise("arctanh", np.arctanh, lambda ans, x: div(1.0, sub(1.0, square(x))))
 # On Python floats, `math`'s functions: they raise where NumPy returns inf or nan.
 for _prim, _template in (
-    (neg_p, "-{0}"), (sin_p, "math.sin({0})"), (cos_p, "math.cos({0})"), (tan_p, "math.tan({0})"),
+    (sin_p, "math.sin({0})"), (cos_p, "math.cos({0})"), (tan_p, "math.tan({0})"),
     (exp_p, "math.exp({0})"), (expm1_p, "math.expm1({0})"), (log_p, "math.log({0})"),
     (log1p_p, "math.log1p({0})"), (log2_p, "math.log2({0})"), (log10_p, "math.log10({0})"),
     (tanh_p, "math.tanh({0})"), (sinh_p, "math.sinh({0})"), (cosh_p, "math.cosh({0})"),
     (arcsin_p, "math.asin({0})"), (arccos_p, "math.acos({0})"), (arctan_p, "math.atan({0})"),
     (arcsinh_p, "math.asinh({0})"), (arccosh_p, "math.acosh({0})"), (arctanh_p, "math.atanh({0})"),
     (sqrt_p, "math.sqrt({0})"), (square_p, "{0} * {0}"), (reciprocal_p, "1.0 / {0}"),
-    (abs_p, "abs({0})"), (fabs_p, "abs({0})"),
+    (fabs_p, "abs({0})"),
 ):
     float_rules[_prim] = _float_expression(_template)
 
@@ -277,19 +306,17 @@ invert_p = elementwise("invert", np.invert)
 
 # --- binary: d(out)/dx and d(out)/dy as functions of (ans, x, y) ------------------
 
-add_p = elementwise("add", np.add, 1, 1, impl=_operator_impl(operator.add, np.add))
+add_p: Primitive = elementwise("add", np.add, 1, 1, impl=_operator_impl(operator.add, np.add))
 transpose_rules[add_p] = lambda ct, x, y: [_linear_ct(x, ct), _linear_ct(y, ct)]
 emit_rules[add_p] = _operator_emit("+")
-float_rules[add_p] = _float_expression("{0} + {1}")
 
 sub_p = elementwise("sub", np.subtract, 1, -1, impl=_operator_impl(operator.sub, np.subtract))
 emit_rules[sub_p] = _operator_emit("-")
-float_rules[sub_p] = _float_expression("{0} - {1}")
 transpose_rules[sub_p] = lambda ct, x, y: [
     _linear_ct(x, ct), _linear_ct(y, neg(ct)) if d.is_linear(y) else None
 ]
 
-mul_p = elementwise(
+mul_p: Primitive = elementwise(
     "mul", np.multiply, lambda ans, x, y: y, lambda ans, x, y: x,
     impl=_operator_impl(operator.mul, np.multiply),
 )
@@ -316,7 +343,6 @@ def _mul_transpose_in_place(ct: np.ndarray, x: Any, y: Any) -> list[Any]:
 
 transpose_rules[mul_p] = _mul_transpose
 emit_rules[mul_p] = _operator_emit("*")
-float_rules[mul_p] = _float_expression("{0} * {1}")
 transpose_in_place_rules[mul_p] = _mul_transpose_in_place
 
 div_p = elementwise(
@@ -356,8 +382,8 @@ def _balanced_eq(x: Any, ans: Any, y: Any) -> Any:
 
 
 _SELECTED = (lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x))
-max_p = elementwise("max", np.maximum, *_SELECTED)
-min_p = elementwise("min", np.minimum, *_SELECTED)
+max_p: Primitive = elementwise("max", np.maximum, *_SELECTED)
+min_p: Primitive = elementwise("min", np.minimum, *_SELECTED)
 
 
 def _selects_first(compare: Callable[..., Any]) -> tuple[Factor, Factor]:
@@ -483,6 +509,65 @@ def _where_transpose(ct: Any, c: Any, x: Any, y: Any) -> list[Any]:
 
 
 transpose_rules[where_p] = _where_transpose
+unroll_rules[where_p] = elementwise_rule(where_p)
+
+
+# --- jit's code on Python scalars (float_rules) -----------------------------------
+# Exact (or libm's, as NumPy's own scalar loop calls) on floats, ints checked
+# to stay in int64; NaN handled as NumPy handles it (maximum and minimum
+# propagate it, fmax and fmin ignore it, comparisons with it are False).
+
+_CHECKED = "checked_int64({})"
+for _prim, _f, _i in (
+    (neg_p, "-{0}", _CHECKED.format("-{0}")), (abs_p, "abs({0})", _CHECKED.format("abs({0})")),
+    (add_p, "{0} + {1}", _CHECKED.format("{0} + {1}")), (sub_p, "{0} - {1}", _CHECKED.format("{0} - {1}")),
+    (mul_p, "{0} * {1}", _CHECKED.format("{0} * {1}")),
+    # Python's float % and // are NumPy's (the same divmod), and raise on division by zero.
+    (remainder_p, "{0} % {1}", _CHECKED.format("{0} % {1}")),
+    (floor_divide_p, "{0} // {1}", _CHECKED.format("{0} // {1}")),
+    (fmod_p, "math.fmod({0}, {1})", None),
+    # At a tie maximum and minimum give the second operand (maximum(0.0, -0.0) is -0.0),
+    # fmax and fmin the first.
+    (max_p, "({0} if ({0} > {1} or {0} != {0}) else {1})", "({0} if {0} > {1} else {1})"),
+    (min_p, "({0} if ({0} < {1} or {0} != {0}) else {1})", "({0} if {0} < {1} else {1})"),
+    (fmax_p, "({0} if ({0} >= {1} or {1} != {1}) else {1})", None),
+    (fmin_p, "({0} if ({0} <= {1} or {1} != {1}) else {1})", None),
+    # NumPy's npy_logaddexp, which calls libm's exp and log1p as math does.
+    (logaddexp_p, "(({0} + 0.6931471805599453) if {0} == {1} else ({0} + math.log1p(math.exp({1} - {0}))"
+                  " if {0} > {1} else ({1} + math.log1p(math.exp({0} - {1})) if {0} < {1} else {0} - {1})))",
+     None),
+    (sign_p, "(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0})))",
+     "(({0} > 0) - ({0} < 0))"),
+    # floor, ceil, trunc and rint keep the sign of x (floor(-0.0) and ceil(-0.5) are -0.0).
+    (floor_p, "math.copysign(float(math.floor({0})), {0})", None),
+    (ceil_p, "math.copysign(float(math.ceil({0})), {0})", None),
+    (trunc_p, "math.copysign(float(math.trunc({0})), {0})", None),
+    (rint_p, "math.copysign(float(round({0})), {0})", None),  # Python's round: half to even
+    (isfinite_p, "math.isfinite({0})", None), (isinf_p, "math.isinf({0})", None),
+    (isnan_p, "({0} != {0})", None), (signbit_p, "(math.copysign(1.0, {0}) < 0.0)", None),
+):
+    float_rules[_prim] = _scalar_rule(f=_f, i=_i)
+for _prim, _symbol in ((eq_p, "=="), (ne_p, "!="), (lt_p, "<"), (le_p, "<="), (gt_p, ">"), (ge_p, ">=")):
+    _compare = f"({{0}} {_symbol} {{1}})"
+    float_rules[_prim] = _scalar_rule(_compare, _compare, _compare)
+for _prim, _i, _b in (
+    (bitwise_and_p, "({0} & {1})", "({0} & {1})"), (bitwise_or_p, "({0} | {1})", "({0} | {1})"),
+    (bitwise_xor_p, "({0} ^ {1})", "({0} ^ {1})"), (invert_p, "(~{0})", "(not {0})"),
+    (logical_and_p, None, "({0} and {1})"), (logical_or_p, None, "({0} or {1})"),
+    (logical_xor_p, None, "({0} != {1})"),
+):
+    float_rules[_prim] = _scalar_rule(i=_i, b=_b)
+float_rules[logical_not_p] = _scalar_rule("({0} == 0.0)", "({0} == 0)", "(not {0})")
+float_rules[stop_gradient_p] = _scalar_rule("{0}", "{0}")
+
+
+def _where_float(args: list[str], avals: list[ShapedArray]) -> str | None:
+    if avals[0].dtype != _BOOL or _domain(avals[1:]) == "?":
+        return None
+    return f"({args[1]} if {args[0]} else {args[2]})"
+
+
+float_rules[where_p] = _where_float
 
 
 # --- with parameters ------------------------------------------------------------
@@ -507,7 +592,19 @@ def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
 integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
 jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
 batching.defbatch_unary(integer_pow_p)
-float_rules[integer_pow_p] = _float_expression("{0} ** {y}")  # raises where NumPy gives inf
+unroll_rules[integer_pow_p] = elementwise_rule(integer_pow_p)
+
+
+def _integer_pow_float(args: list[str], avals: list[ShapedArray], *, y: int) -> str | None:
+    domain = _domain(avals)
+    if domain == "f":
+        return f"{args[0]} ** {y}"  # raises where NumPy gives inf
+    if domain == "i" and y >= 0:  # a negative power of an int is NumPy's error
+        return f"checked_int64({args[0]} ** {y})"
+    return None
+
+
+float_rules[integer_pow_p] = _integer_pow_float
 
 
 def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:
@@ -531,10 +628,27 @@ def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype
 
 convert_element_type_p = Primitive("convert_element_type", _convert_impl, _convert_aval)
 batching.defbatch_unary(convert_element_type_p)
+unroll_rules[convert_element_type_p] = elementwise_rule(convert_element_type_p)
 jvp_rules[convert_element_type_p] = _convert_jvp
 transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
     convert_element_type(ct, new_dtype=x.aval.dtype)
 ]
+
+# On Python scalars, from (rows) and to (columns) float64, int64 and bool: a float to
+# an int truncates, as NumPy's cast does where the result fits (nan and inf raise).
+_CONVERSIONS = {
+    ("f", _F64): "{0}", ("f", _I64): "checked_int64(int({0}))", ("f", _BOOL): "({0} != 0.0)",
+    ("i", _F64): "float({0})", ("i", _I64): "{0}", ("i", _BOOL): "({0} != 0)",
+    ("b", _F64): "(1.0 if {0} else 0.0)", ("b", _I64): "int({0})", ("b", _BOOL): "{0}",
+}
+
+
+def _convert_float(args: list[str], avals: list[ShapedArray], *, new_dtype: np.dtype) -> str | None:
+    template = _CONVERSIONS.get((_domain(avals), new_dtype))
+    return None if template is None else template.format(*args)
+
+
+float_rules[convert_element_type_p] = _convert_float
 
 
 # --- complex numbers: real, imag, conj (linear over the reals), angle ---------------------

@@ -20,6 +20,7 @@ Batch rules put the batch first and prepend a full slice to the index.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,15 +28,16 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.libraries import library_rules
-from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules
-from ..core.trace import Primitive
+from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules, unroll_rules
+from ..core.trace import EVAL_TRACE, Primitive, ctx
+from ..ir.unroll import movement_rule, positions
 from . import batching, shapes
 from . import derivatives as d
 from . import elementwise as ew
 
 __all__ = [
     "INDEX_DTYPE", "StaticIndex", "stand_in", "indexed_shape", "broadcasts_to", "occurrence_rounds",
-    "getitem", "index_add", "index_set", "index_mul", "index_min", "index_max",
+    "getitem", "index_add", "add_pieces", "index_set", "index_mul", "index_min", "index_max",
 ]
 
 
@@ -108,6 +110,7 @@ def _getitem_emit(args: list[str], avals: list[ShapedArray], *, idx: StaticIndex
 
 
 emit_rules[getitem_p] = _getitem_emit
+unroll_rules[getitem_p] = movement_rule(getitem_p)
 d.deflinear(getitem_p)
 transpose_rules[getitem_p] = lambda ct, x, *, idx: [index_add(d.zeros(x.aval), ct, idx=idx)]
 
@@ -230,6 +233,139 @@ def _index_set_transpose(ct: Any, x: Any, y: Any, *, idx: StaticIndex) -> list[A
 
 transpose_rules[index_add_p] = _index_add_transpose
 transpose_rules[index_set_p] = _index_set_transpose
+
+
+def _scatter_unroll(combine: Primitive | None) -> Callable[..., Any]:
+    """The unroll rule of a scatter: each update combined (by `combine`; None:
+    set) into the element it selects, in the order of the index, as the
+    implementation (and `ufunc.at`) applies them."""
+
+    def rule(elements: list[list[Any]], avals: list[ShapedArray], emit: Callable[..., Any], *,
+             idx: StaticIndex) -> list[list[Any]] | None:
+        (xs, ys), (x, y) = elements, avals
+        if y.dtype != x.dtype and not y.weak_type:
+            return None  # the updates are cast into x's dtype
+        where = positions(x.shape)[tuple(idx)]
+        updates = np.broadcast_to(positions(y.shape), where.shape).ravel().tolist()
+        out = list(xs)
+        for p, q in zip(where.ravel().tolist(), updates):
+            out[p] = ys[q] if combine is None else emit(combine, out[p], ys[q])
+        return [out]
+
+    return rule
+
+
+for _p, _into in ((index_add_p, ew.add_p), (index_set_p, None), (index_mul_p, ew.mul_p),
+                  (index_min_p, ew.min_p), (index_max_p, ew.max_p)):
+    unroll_rules[_p] = _scatter_unroll(_into)
+
+
+# --- the cotangent of many static indexings of one array ------------------------------
+
+
+def _index_key(idx: StaticIndex) -> tuple[Any, ...]:
+    # Slices are unhashable before Python 3.12.
+    return tuple((e.start, e.stop, e.step) if isinstance(e, slice) else e for e in idx)
+
+
+_positions: dict[tuple[Any, ...], tuple[np.ndarray, int | None]] = {}
+
+
+def _flat_positions(shape: tuple[int, ...], idx: StaticIndex) -> tuple[np.ndarray, int | None]:
+    """The flat positions a basic index selects (in C order), and the first of
+    them if they are a run of consecutive positions (else None). Cached: at
+    most a few thousand entries, as a program indexes at so many places."""
+    key = (shape, _index_key(idx))
+    found = _positions.get(key)
+    if found is None:
+        if len(_positions) > 4096:
+            _positions.clear()
+        where = _selection_positions(shape, idx)
+        where.flags.writeable = False
+        start = int(where[0]) if len(where) else 0
+        run = start if np.array_equal(where, np.arange(start, start + len(where))) else None
+        found = _positions[key] = (where, run)
+    return found
+
+
+_NUMPY_VALUES = frozenset({np.ndarray, np.float64, np.float32, np.complex128, np.complex64,
+                           float, int, complex})
+
+
+def add_pieces(aval: ShapedArray, base: Any, pieces: list[tuple[StaticIndex, Any]]) -> Any:
+    """`base` (zeros where None) plus each cotangent of `pieces` added at its
+    basic index (no arrays), in the order given: the cotangent of an array
+    indexed at many static places (`[*x]`, `x[0] * x[3]`), built as one array.
+    Adding them one by one, each scattered into a fresh array of `aval` (the
+    transpose of getitem), costs the array's size per use; here it costs the
+    size once plus the pieces' sizes: in place on NumPy's arrays when no
+    transform is active, else as one concatenation (pieces that tile the
+    array, zeros between them) or one scatter-add of all the pieces. Each
+    element gets its pieces added in the same order as one by one, so the
+    sums are the same.
+
+    >>> pieces = [(StaticIndex((0,)), 1.0), (StaticIndex((slice(0, 2),)), np.array([2.0, 3.0]))]
+    >>> add_pieces(ShapedArray((3,), np.dtype(np.float64)), None, pieces)
+    array([3., 3., 0.])
+    """
+    shape, dtype = aval.shape, aval.dtype
+    if (type(base) in (np.ndarray, type(None)) and all(type(ct) in _NUMPY_VALUES for _, ct in pieces)
+            and ctx.trace is EVAL_TRACE):
+        out = np.zeros(shape, dtype) if base is None else np.array(base, np.result_type(base, dtype))
+        for idx, ct in pieces:
+            at = tuple(idx)
+            out[at] = out[at] + ct  # as index_add computes it: cast into out's dtype
+        return out
+    if len(pieces) == 1:
+        idx, ct = pieces[0]
+        return index_add(d.zeros(aval) if base is None else base, ct, idx=idx)
+    size = math.prod(shape)
+    if size == 0:
+        return d.zeros(aval) if base is None else base
+    runs = []
+    for idx, ct in pieces:
+        target = indexed_shape(shape, idx)
+        if get_aval(ct).shape != target:
+            ct = shapes.broadcast_to(ct, shape=target)
+        runs.append((*_flat_positions(shape, idx), ct))
+    tiled = None
+    if base is None and all(get_aval(ct).dtype == dtype for *_, ct in runs):
+        tiled = _tiling(runs, size, dtype)
+    if tiled is not None:
+        flat = shapes.concatenate(*tiled, axis=0) if len(tiled) > 1 else tiled[0]
+    else:
+        flat = (d.zeros(ShapedArray((size,), dtype)) if base is None
+                else shapes.reshape(base, new_shape=(size,)))
+        values = [shapes.reshape(ct, new_shape=(len(where),)) for where, _, ct in runs]
+        everywhere = np.concatenate([where for where, *_ in runs])
+        flat = index_add(flat, shapes.concatenate(*values, axis=0) if len(values) > 1 else values[0],
+                         idx=StaticIndex((everywhere,)))
+    return flat if shape == (size,) else shapes.reshape(flat, new_shape=shape)
+
+
+def _tiling(runs: list[tuple[np.ndarray, int | None, Any]], size: int, dtype: np.dtype) -> list[Any] | None:
+    """The flat cotangent as the parts of a concatenation, when each piece
+    selects a run of consecutive positions and no two overlap: the pieces in
+    the order of their positions, zeros in the gaps. None otherwise."""
+    ordered = []
+    for where, start, ct in runs:
+        if start is None:
+            return None
+        if len(where):
+            ordered.append((start, len(where), ct))
+    ordered.sort(key=lambda run: run[0])
+    parts: list[Any] = []
+    end = 0
+    for start, n, ct in ordered:
+        if start < end:
+            return None  # an overlap: those pieces add up
+        if start > end:
+            parts.append(d.zeros(ShapedArray((start - end,), dtype)))
+        parts.append(shapes.reshape(ct, new_shape=(n,)))
+        end = start + n
+    if end < size:
+        parts.append(d.zeros(ShapedArray((size - end,), dtype)))
+    return parts
 
 
 def _others_product(x: Any, y: Any, idx: StaticIndex) -> Any:

@@ -26,8 +26,10 @@ import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
 from ..core.libraries import library_rules
-from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
+from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules, unroll_rules
 from ..core.trace import Primitive
+from ..ir.jaxpr import Literal
+from ..ir.unroll import positions
 from . import batching, indexing, linalg, shapes
 from . import derivatives as d
 from . import elementwise as ew
@@ -122,6 +124,40 @@ def _reduction_batch(prim: Primitive) -> Callable[..., Any]:
 
 for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
     batch_rules[_p] = _reduction_batch(_p)
+
+
+
+def _reduction_unroll(combine: Primitive, from_zero: bool) -> Callable[..., Any]:
+    """The unroll rule of a reduction: the elements of each result combined in
+    turn, in C order over the reduced axes, as NumPy does for a few elements
+    (a sum of more than seven is pairwise in NumPy: not unrolled). A float
+    sum starts from 0.0, as NumPy's does (so that a sum of -0.0 is 0.0)."""
+
+    def rule(elements: list[list[Any]], avals: list[ShapedArray], emit: Callable[..., Any], *,
+             axes: tuple[int, ...]) -> list[list[Any]] | None:
+        (xs,), (x,) = elements, avals
+        if from_zero and x.dtype.kind == "b":
+            return None  # a sum of bools counts them, in an int
+        kept = [i for i in range(x.ndim) if i not in axes]
+        groups = positions(x.shape).transpose(*kept, *axes).reshape(-1, math.prod(x.shape[a] for a in axes))
+        if groups.shape[1] == 0 or (from_zero and groups.shape[1] > 7):
+            return None
+        outs = []
+        for group in groups.tolist():
+            acc = xs[group[0]]
+            if from_zero and x.dtype.kind == "f":
+                acc = emit(combine, Literal(x.dtype.type(0.0), ShapedArray((), x.dtype)), acc)
+            for k in group[1:]:
+                acc = emit(combine, acc, xs[k])
+            outs.append(acc)
+        return [outs]
+
+    return rule
+
+
+unroll_rules[reduce_sum_p] = _reduction_unroll(ew.add_p, from_zero=True)
+unroll_rules[reduce_max_p] = _reduction_unroll(ew.max_p, from_zero=False)
+unroll_rules[reduce_min_p] = _reduction_unroll(ew.min_p, from_zero=False)
 
 reduce_sum: Callable[..., Any] = reduce_sum_p.bind
 reduce_max: Callable[..., Any] = reduce_max_p.bind

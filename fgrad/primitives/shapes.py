@@ -16,8 +16,9 @@ import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
 from ..core.libraries import library_rules
-from ..core.rules import batch_rules, emit_rules, transpose_rules
+from ..core.rules import batch_rules, emit_rules, transpose_rules, unroll_rules
 from ..core.trace import Primitive
+from ..ir.unroll import movement_rule
 from . import batching, indexing
 from . import derivatives as d
 
@@ -187,6 +188,9 @@ def _concatenate_batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[
 batch_rules[concatenate_p] = _concatenate_batch
 
 concatenate: _Concatenate = concatenate_p.bind
+
+for _p in (reshape_p, transpose_p, broadcast_to_p, concatenate_p):
+    unroll_rules[_p] = movement_rule(_p)
 
 
 # --- on other array libraries (core/libraries.py) ---------------------------------------

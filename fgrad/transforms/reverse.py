@@ -34,7 +34,7 @@ from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_closed_jaxpr, dce_jaxpr, last_uses
 from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
-from ..primitives import elementwise
+from ..primitives import elementwise, indexing
 from ..primitives.derivatives import zeros
 from .forward import JVPTrace, JVPTracer
 from .partial_eval import partial_eval_jaxpr
@@ -324,6 +324,10 @@ def backward_pass(
                 if dead:
                     release[i] = dead
     cts: dict[Any, Any] = {}
+    # The cotangents of getitems at basic indices, per indexed variable, not yet
+    # added into its cotangent: added all at once (indexing.add_pieces) when
+    # something else needs it, rather than each scattered into a fresh array.
+    pieces: dict[Var, list[tuple[Any, Any]]] = {}
     add = elementwise.add
     trace = ctx.trace
     missing = object()
@@ -341,6 +345,10 @@ def backward_pass(
                 del known[v]
         eqn = eqns[i]
         prim = eqn.primitive
+        if pieces:
+            for v in eqn.outvars:
+                if v in pieces:
+                    cts[v] = indexing.add_pieces(v.aval, cts.pop(v, None), pieces.pop(v))
         if prim.multiple_results:
             ct = [cts.pop(v, None) for v in eqn.outvars]
             if all(c is None for c in ct):
@@ -348,6 +356,12 @@ def backward_pass(
         else:
             ct = cts.pop(eqn.outvars[0], None)
             if ct is None:
+                continue
+        if prim is getitem_p:
+            x = eqn.invars[0]
+            idx = eqn.params["idx"]
+            if type(x) is Var and x not in known and not idx.has_arrays():
+                pieces.setdefault(x, []).append((idx, ct))
                 continue
         args = []
         for a in eqn.invars:
@@ -383,6 +397,8 @@ def backward_pass(
             if c is None:
                 continue
             prev = cts.pop(a, None)
+            if pieces and a in pieces:
+                prev = indexing.add_pieces(a.aval, prev, pieces.pop(a))
             if prev is None:
                 cts[a] = c
                 continue
@@ -396,7 +412,12 @@ def backward_pass(
         # Drop this iteration's references, so that they do not keep the next
         # cotangents from being overwritten.
         ct = cts_in = c = prev = total = None
+    for v, gathered in pieces.items():
+        cts[v] = indexing.add_pieces(v.aval, cts.pop(v, None), gathered)
     return [cts.pop(v, None) for v in jaxpr.invars]
+
+
+getitem_p = indexing.getitem_p
 
 
 @cached_per_jaxpr

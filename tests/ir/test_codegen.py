@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad.core.rules import float_rules, out_rules
+from fgrad.core.avals import ShapedArray
+from fgrad.core.rules import checked_int64, float_rules, out_rules
 from fgrad.ir.codegen import compile_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from tests.strategies import seeds, values
@@ -101,6 +102,18 @@ SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 7.25, 1e-300, 1e30
                   710.0, -745.5, math.pi, math.inf, -math.inf, math.nan]
 
 
+SPECIAL_INTS = [0, 1, -1, 2, -3, 7, 3 * 2**61, -2**63, 2**63 - 1]
+_DOMAINS = {  # a float rule's operands: their dtype, the values tried, the Python type standing for them
+    "f": (np.dtype(np.float64), SPECIAL_FLOATS, float),
+    "i": (np.dtype(np.int64), SPECIAL_INTS, int),
+    "b": (np.dtype(bool), [False, True], bool),
+}
+_PARAMS = {
+    "integer_pow": [{"y": y} for y in (-3, -1, 0, 2, 3)],
+    "convert_element_type": [{"new_dtype": np.dtype(t)} for t in (np.float64, np.int64, bool)],
+}
+
+
 def _same_float(got, want):
     if np.isnan(want):
         return bool(np.isnan(got))
@@ -109,33 +122,60 @@ def _same_float(got, want):
     return abs(got - want) <= 1e-15 * abs(want)  # math's functions and NumPy's differ by an ulp at most
 
 
+def _arity(prim):
+    if prim.name == "where":
+        return 3
+    return out_rules[prim].nin if prim in out_rules else 1
+
+
 @pytest.mark.parametrize("prim", sorted(float_rules, key=lambda p: p.name), ids=lambda p: p.name)
-def test_each_float_rule_gives_numpy_s_float64_or_raises(prim):
-    nin = out_rules[prim].nin if prim in out_rules else 1
-    params = [{"y": y} for y in (-3, -1, 0, 2, 3)] if prim.name == "integer_pow" else [{}]
-    computed = 0
-    for kw in params:
-        expression = float_rules[prim](["a", "b"], **kw)
-        for operands in itertools.product(SPECIAL_FLOATS, repeat=nin):
-            a, b = (*operands, 0.0)[:2]
-            with np.errstate(all="ignore"):
-                want = prim.impl(*map(np.float64, operands), **kw)
+def test_each_float_rule_gives_numpy_s_result_or_raises(prim):
+    # On Python floats, ints and bools (where it has a rule for them), the
+    # rule's expression gives NumPy's result of that dtype, or raises.
+    nin = _arity(prim)
+    params = _PARAMS.get(prim.name, [{}])
+    computed = tried = 0
+    for kw, domain in itertools.product(params, _DOMAINS):
+        dtype, special, _ = _DOMAINS[domain]
+        kinds = ["b", domain, domain] if prim.name == "where" else [domain] * nin
+        avals = [ShapedArray((), _DOMAINS[k][0]) for k in kinds]
+        expression = float_rules[prim](["a", "b", "c"][:nin], avals, **kw)
+        if expression is None:
+            continue
+        for operands in itertools.product(*(_DOMAINS[k][1] for k in kinds)):
+            tried += 1
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = prim.impl(*(_DOMAINS[k][0].type(x) for k, x in zip(kinds, operands)), **kw)
+                except (ArithmeticError, ValueError, TypeError):
+                    want = None  # NumPy's error: Python's code must raise too
             try:
-                got = eval(expression, {"math": math}, {"a": a, "b": b})
+                got = eval(expression, {"math": math, "checked_int64": checked_int64},
+                           dict(zip("abc", operands)))
             except (ArithmeticError, ValueError):
                 continue  # allowed: the generated code then computes on NumPy's scalars
+            assert want is not None, (prim, kw, operands, got)
             computed += 1
-            assert type(got) is float, (prim, operands, got)
-            assert _same_float(got, want), (prim, kw, operands, got, want)
-    assert computed >= 5 * len(params), "the rule is hardly exercised: it raises on most values"
+            want_type = next(t for dt, _, t in _DOMAINS.values() if dt == np.asarray(want).dtype)
+            assert type(got) is want_type, (prim, kw, operands, got, want)
+            if want_type is float:
+                assert _same_float(got, want), (prim, kw, operands, got, want)
+            else:
+                assert got == want, (prim, kw, operands, got, want)
+    assert computed >= min(5 * len(params), tried), "the rule is hardly exercised: it raises on most values"
 
 
-_EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a * a * a]
-_EXACT_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv]
+_EXACT_UNARY = [fnp.negative, fnp.sqrt, fnp.square, fnp.abs, fnp.reciprocal, lambda a: a * a * a,
+                fnp.floor, fnp.ceil, fnp.trunc, fnp.rint, fnp.sign, lambda a: fnp.where(fnp.isnan(a), 2.0, a),
+                lambda a: fnp.where(a > 0.5, a, -a)]
+_EXACT_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, fnp.maximum, fnp.minimum,
+                 fnp.fmax, fnp.fmin, fnp.remainder, fnp.floor_divide, lambda a, b: fnp.where(a < b, b, a)]
 
 
 @settings(deadline=None)
-@given(program=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 20)), min_size=6, max_size=12),
+@given(program=st.lists(st.tuples(st.integers(0, len(_EXACT_UNARY) + len(_EXACT_BINARY) - 1), st.integers(0, 20)),
+                        min_size=6, max_size=12),
        x=st.floats(), y=st.floats(allow_nan=False))
 def test_scalar_programs_on_python_floats_equal_numpy_s_results_and_its_inf_and_nan(program, x, y):
     # Operations that IEEE arithmetic rounds exactly, in both math and NumPy:
@@ -163,6 +203,87 @@ def test_scalar_programs_on_python_floats_equal_numpy_s_results_and_its_inf_and_
         for g, w in zip(np.atleast_1d(got), np.atleast_1d(want)):
             assert type(g) is np.float64
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("x, y", [(1000.0, 1000.0), (-1000.0, 1000.0), (math.inf, math.inf), (-math.inf, 2.0),
+                                  (math.nan, 1.0), (0.0, 0.0), (0.0, -0.0), (710.0, -3.0), (1e-320, 5e-324)])
+def test_softplus_softmax_and_selections_on_floats_keep_numpy_s_inf_and_nan(x, y):
+    # logaddexp as NumPy's npy_logaddexp, exp's overflow and 0/0 on NumPy's scalars (the float code
+    # raises, then reruns there), maximum's and minimum's nan, comparisons and where on nan.
+    def f(x, y):
+        a = fnp.logaddexp(x, y) + fnp.logaddexp(x, 0.0) - fnp.maximum(x, y) * fnp.minimum(y, x)
+        b = fnp.where(x > y, fnp.exp(x), x / y) + fnp.where(fnp.isfinite(a), a, -1.0)
+        return fnp.fmax(a, b) - fnp.fmin(b, x), fnp.where((a == b) | (x != x), 1.0, 0.0) + fnp.sign(b)
+
+    jf = fgrad.jit(f)
+    assert "math.log1p(math.exp(" in jf.lower(0.5, 0.25).as_text()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f(np.float64(x), np.float64(y))
+        got = jf(x, y)
+    for g, w in zip(got, want):
+        assert type(g) is np.float64
+        np.testing.assert_array_equal(g, w)
+        assert np.signbit(g) == np.signbit(w)
+
+
+@pytest.mark.parametrize("i, j", [(7, 3), (-7, 3), (7, -3), (2**62, 4), (-2**63, -1), (5, 0), (2**63 - 1, 1)])
+def test_int64_code_on_python_ints_wraps_and_divides_by_zero_as_numpy(i, j):
+    # Python's ints do not wrap: a result past int64 (or a division by zero) reruns on NumPy's
+    # scalars, which wrap around (or give 0) and warn.
+    def f(i, j):
+        k = i * j + i - (j // 2)
+        return fnp.where(k > i, k % j, fnp.maximum(k, j) // j) + fnp.abs(i) - (-j), k
+
+    jf = fgrad.jit(f)
+    i64 = np.int64
+    assert "checked_int64(" in jf.lower(i64(1), i64(2)).as_text()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f(i64(i), i64(j))
+        got = jf(i64(i), i64(j))
+    for g, w in zip(got, want):
+        assert type(g) is np.int64
+        assert g == w
+
+
+def test_the_version_on_numpy_scalars_is_compiled_when_first_needed_once_across_threads():
+    closed = fgrad.make_jaxpr(lambda x: fnp.log(fnp.sin(x) * x + 1.0) * fnp.exp(x))(0.5)
+    compiled = compile_jaxpr(closed)
+    assert "def on_numpy_scalars" not in compiled._source  # not generated yet
+    assert compiled(np.float64(0.5))[0] == pytest.approx(np.log(np.sin(0.5) * 0.5 + 1.0) * np.exp(0.5))
+    assert "def on_numpy_scalars" not in compiled._source
+    results = []
+    with np.errstate(all="ignore"):
+        threads = [threading.Thread(target=lambda: results.append(compiled(np.float64(1000.0))[0]))
+                   for _ in range(4)]  # exp overflows: each thread reruns on NumPy's scalars
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == [np.inf] * 4
+    assert compiled.source.count("def on_numpy_scalars") == 1
+
+
+@pytest.mark.parametrize("on_floats", [False, True])
+def test_scalars_concatenated_are_one_np_array_and_live_until_their_last_pack(on_floats):
+    from fgrad.primitives.shapes import concatenate, reshape
+
+    def f(x, v):
+        a, b = (x * 2.0 - 1.0, x * x + 3.0) if on_floats else (x, x + 1.0)
+        first, second = reshape(a, new_shape=(1,)), reshape(a, new_shape=(1,))  # a's last reshape comes first
+        p = concatenate(second, reshape(b, new_shape=(1,)), axis=0)
+        q = concatenate(first, v, reshape(b, new_shape=(1,)), reshape(v, new_shape=(1,)), axis=0)
+        return p, q
+
+    closed = fgrad.make_jaxpr(f)(np.float64(0.5), np.ones(1))
+    compiled = compile_jaxpr(closed)
+    assert "np.array([" in compiled.source
+    assert ("float(" in compiled.source) == on_floats
+    got = compiled(np.float64(0.5), np.array([7.0]))
+    want = eval_jaxpr(closed.jaxpr, closed.consts, np.float64(0.5), np.array([7.0]))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):

@@ -2,9 +2,13 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fgrad
 import fgrad.numpy as fnp
+from fgrad.test_util import check_grads
 from fgrad.transforms.reverse import linearize_flat
 
 
@@ -297,3 +301,107 @@ def test_a_large_residual_is_dropped_once_the_backward_pass_has_used_it():
 
 def test_small_residuals_are_kept_to_the_end_without_a_scan_for_their_last_use():
     assert _backward_sees_residual(np.linspace(0.0, 1.0, 8))
+
+
+# --- many static indexings of one array: one cotangent --------------------------------------
+
+
+@st.composite
+def basic_indices(draw, shape):
+    """A basic NumPy index into an array of `shape`: ints (negative too), slices
+    (any step), None and at most one Ellipsis."""
+    idx, axis, ellipsis = [], 0, False
+    while axis < len(shape):
+        kind = draw(st.sampled_from(["int", "slice", "slice", "none", "ellipsis", "end"]))
+        n = shape[axis]
+        if kind == "int":
+            idx.append(draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            bound = st.one_of(st.none(), st.integers(-n - 1, n + 1))
+            step = draw(st.one_of(st.none(), st.sampled_from([1, 2, -1, -2])))
+            idx.append(slice(draw(bound), draw(bound), step))
+        elif kind == "none":
+            idx.append(None)
+            continue
+        elif kind == "ellipsis" and not ellipsis:
+            idx.append(Ellipsis)
+            ellipsis = True
+            axis = max(axis, len(shape) - draw(st.integers(0, len(shape) - axis)))
+            continue
+        elif kind == "end":
+            break
+        axis += 1
+    return tuple(idx)
+
+
+def _one_by_one(shape, uses):
+    """Today's reverse mode, written out: each use's cotangent scattered into zeros of
+    `shape`, the dense arrays added in the order the backward pass meets them (last use first)."""
+    total = None
+    for idx, ct in reversed(uses):
+        dense = np.zeros(shape)
+        dense[idx] = dense[idx] + ct
+        total = dense if total is None else total + dense
+    return total
+
+
+@st.composite
+def indexing_programs(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    indices = draw(st.lists(basic_indices(shape), min_size=1, max_size=8))
+    indices += draw(st.lists(st.sampled_from(indices), max_size=3))  # repeated indices
+    seed = draw(st.integers(0, 2**16))
+    return shape, indices, seed
+
+
+@settings(deadline=None, max_examples=40)
+@given(indexing_programs())
+def test_static_indexings_give_the_cotangent_one_by_one_scatters_give_bit_for_bit(program):
+    shape, indices, seed = program
+    rng = np.random.default_rng(seed)
+    weights = [rng.standard_normal(np.zeros(shape)[idx].shape) * 10.0 ** rng.integers(-8, 8) for idx in indices]
+
+    def f(x):
+        return sum(fnp.sum(x[idx] * w) for idx, w in zip(indices, weights))
+
+    x = rng.standard_normal(shape)
+    want = _one_by_one(shape, list(zip(indices, weights)))
+    np.testing.assert_array_equal(fgrad.grad(f)(x), want)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.grad(f))(x), want)
+
+
+def test_a_cotangent_from_another_use_is_added_in_its_turn():
+    # Added out of turn, 1e16 + (1 + 1) would be 1e16 + 2; one by one, each + 1 rounds away.
+    f = lambda x: x[0] * 1.0 + fnp.sum(x * np.array([1.0, 3.0])) + x[0] * 1e16 + fnp.sum(x[0:1]) * 2.0  # noqa: E731
+    uses = [(0, 1.0), (slice(None), np.array([1.0, 3.0])), (0, 1e16), (slice(0, 1), 2.0)]
+    want = _one_by_one((2,), uses)
+    x = np.array([0.5, -1.5])
+    np.testing.assert_array_equal(fgrad.grad(f)(x), want)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.grad(f))(x), want)
+
+
+def test_nonlinear_uses_of_static_indices_match_finite_differences_jit_and_vmap():
+    def f(x):
+        parts = [*x[0]]  # every element of the first row
+        return fnp.sin(parts[0]) * parts[2] + fnp.sum(fnp.exp(x[1:, ::2])) + x[-1, 1] ** 3 + x[0, 0] * x[2, 2]
+
+    x = np.random.default_rng(1).uniform(-1, 1, (3, 4))
+    check_grads(f, (x,), order=2, modes=("rev",))
+    g = fgrad.grad(f)
+    np.testing.assert_allclose(fgrad.jit(g)(x), g(x), rtol=1e-14)
+    xs = np.stack([x, 2 * x, -x])
+    np.testing.assert_allclose(fgrad.vmap(g)(xs), np.stack([g(v) for v in xs]), rtol=1e-14)
+    np.testing.assert_allclose(fgrad.jit(fgrad.hessian(f))(x), fgrad.hessian(f)(x), rtol=1e-13)
+
+
+def test_the_gradient_of_every_element_taken_apart_stages_no_array_per_element():
+    # [*x]: 500 getitems; their cotangents make one concatenation, not 500 arrays of 500.
+    def f(x):
+        return sum(v * float(i + 1) for i, v in enumerate(x))
+
+    n = 500
+    jaxpr = fgrad.make_jaxpr(fgrad.grad(f))(np.ones(n))
+    assert sum(any(v.aval.shape == (n,) for v in e.outvars) for e in jaxpr.eqns) == 1
+    assert not any(e.primitive.name == "index_add" for e in jaxpr.eqns)
+    np.testing.assert_array_equal(fgrad.grad(f)(np.ones(n)), np.arange(1.0, n + 1))
+    np.testing.assert_array_equal(fgrad.jit(fgrad.grad(f))(np.ones(n)), np.arange(1.0, n + 1))
