@@ -151,7 +151,7 @@ def _renamed(eqn: JaxprEqn, env: dict[Var, Atom]) -> JaxprEqn:
     # (A literal is never a key of `env`: it compares by identity.)
     if not env or env.keys().isdisjoint(eqn.invars):
         return eqn
-    invars = [env.get(a, a) for a in eqn.invars]
+    invars = [env.get(a, a) for a in eqn.invars]  # type: ignore[arg-type]
     return JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source)
 
 
@@ -424,7 +424,7 @@ def _negation_pushed_out(
 
 def _uniform_value(a: Atom, uniform: dict[Var, Any]) -> Any:
     """The number every entry of `a` is, if known (None otherwise)."""
-    if type(a) is Var:
+    if isinstance(a, Var):
         return uniform.get(a) if uniform else None
     return a.val if getattr(a.val, "ndim", 0) == 0 else None
 
@@ -884,7 +884,7 @@ def _param_key(value: Any) -> Hashable:
 
 
 def _atom_key(a: Atom) -> Hashable:
-    if type(a) is Var:
+    if isinstance(a, Var):
         return a
     val = a.val
     if type(val) is float or type(val) is np.float64:  # most literals: np.asarray's key, sooner
