@@ -305,7 +305,7 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
         rewrite = None
         if name in _SIMPLIFIED and not has_effects(eqn):
             rewrite = _simplified(eqn, uniform, producer)
-            if rewrite is None and name == "mul" and producer:  # (a negation to push out)
+            if rewrite is None and name == "mul" and not producer.keys().isdisjoint(eqn.invars):
                 if not uses:
                     uses = _use_counts(closed.jaxpr)
                 pushed = _negation_pushed_out(eqn, producer, uses)
@@ -452,19 +452,22 @@ def _simplified(
     if len(ins) == 2 and name in _ARITHMETIC:
         x, y = ins
         vx, vy = _uniform_value(x, uniform), _uniform_value(y, uniform)
+        numbers = vx is not None or vy is not None  # (most operands are neither literals nor uniform)
         if name == "mul":
-            candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 1)]
-            if not candidates and out.dtype.kind in "ifc" and (vx is not None or vy is not None):
-                for a, other in ((x, vy), (y, vx)):
-                    neg = _primitive_named("neg")
-                    if a.aval is out and neg is not None and _equals(other, -1):
-                        return JaxprEqn(neg, [a], eqn.outvars, {}, eqn.source)
+            if numbers:
+                candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 1)]
+                if not candidates and out.dtype.kind in "ifc":
+                    for a, other in ((x, vy), (y, vx)):
+                        neg = _primitive_named("neg")
+                        if a.aval is out and neg is not None and _equals(other, -1):
+                            return JaxprEqn(neg, [a], eqn.outvars, {}, eqn.source)
         elif name == "div":
             if _equals(vy, 1):
                 candidates = [x]
         elif name == "add":
-            candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 0)]
-            if not candidates and out.dtype.kind in "fc" and producer:
+            if numbers:
+                candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 0)]
+            if not candidates and out.dtype.kind in "fc" and (x in producer or y in producer):
                 sub = _primitive_named("sub")
                 for a, b in ((x, y), (y, x)):
                     negated = _negated(b, producer)
@@ -472,7 +475,7 @@ def _simplified(
                         return JaxprEqn(sub, [a, negated], eqn.outvars, {}, eqn.source)
         elif _equals(vy, 0):  # sub
             candidates = [x]
-        elif out.dtype.kind in "fc" and producer:
+        elif out.dtype.kind in "fc" and y in producer:
             negated, add = _negated(y, producer), _primitive_named("add")
             if negated is not None and add is not None:
                 return JaxprEqn(add, [x, negated], eqn.outvars, {}, eqn.source)
@@ -907,10 +910,15 @@ def _eqn_key(eqn: JaxprEqn) -> Hashable | None:
         params = tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())) if eqn.params else ()
     except (_NoKey, TypeError):
         return None
-    ins = [a if type(a) is Var else _atom_key(a) for a in eqn.invars]
-    if len(ins) == 2 and eqn.primitive.name in _COMMUTATIVE and hash(ins[1]) < hash(ins[0]):
-        ins.reverse()
-    return (eqn.primitive, params, tuple(ins))
+    invars = eqn.invars
+    if len(invars) == 2:  # most equations, spelt out
+        a, b = invars
+        ka = a if type(a) is Var else _atom_key(a)
+        kb = b if type(b) is Var else _atom_key(b)
+        if eqn.primitive.name in _COMMUTATIVE and hash(kb) < hash(ka):
+            return (eqn.primitive, params, (kb, ka))
+        return (eqn.primitive, params, (ka, kb))
+    return (eqn.primitive, params, tuple(a if type(a) is Var else _atom_key(a) for a in invars))
 
 
 def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
