@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import struct
 import threading
 import weakref
@@ -384,12 +385,15 @@ _SIMPLIFIED = frozenset({"mul", "div", "add", "sub", "neg", "convert_element_typ
                          "reshape", "integer_pow"})
 
 
+_invars_of = operator.attrgetter("invars")
+
+
 def _use_counts(jaxpr: Jaxpr) -> dict[Var, int]:
     """How many times each variable is read, by an equation or as an output
     (literals are counted too: nothing asks for them)."""
-    uses = Counter(itertools.chain.from_iterable(e.invars for e in jaxpr.eqns))
+    uses = Counter(itertools.chain.from_iterable(map(_invars_of, jaxpr.eqns)))
     uses.update(jaxpr.outvars)
-    return uses  # type: ignore[return-value]
+    return uses
 
 
 def _negated(a: Atom, producer: dict[Var, JaxprEqn]) -> Atom | None:
@@ -918,6 +922,9 @@ def _eqn_key(eqn: JaxprEqn) -> Hashable | None:
         if eqn.primitive.name in _COMMUTATIVE and hash(kb) < hash(ka):
             return (eqn.primitive, params, (kb, ka))
         return (eqn.primitive, params, (ka, kb))
+    if len(invars) == 1:
+        a = invars[0]
+        return (eqn.primitive, params, (a if type(a) is Var else _atom_key(a),))
     return (eqn.primitive, params, tuple(a if type(a) is Var else _atom_key(a) for a in invars))
 
 
