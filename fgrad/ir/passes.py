@@ -57,7 +57,8 @@ def _jaxpr_has_effects(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
     once built), so that each pass asking about a loop pays for its body once."""
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    found = _effects.get(jaxpr)
+    with _lock:
+        found = _effects.get(jaxpr)
     if found is None:
         found = any(has_effects(e) for e in jaxpr.eqns)
         with _lock:
@@ -131,8 +132,7 @@ def last_uses(jaxpr: Jaxpr, reverse: bool = False) -> dict[int, list[Var]]:
 # Cache of last_uses: at most two entries (forward, reverse) per jaxpr alive,
 # going with their jaxpr (weak keys); locked.
 _last_uses: weakref.WeakKeyDictionary[Jaxpr, dict[bool, dict[int, list[Var]]]] = weakref.WeakKeyDictionary()
-# Cache of _jaxpr_has_effects: one flag per jaxpr alive (weak keys); written
-# under the lock, read without it (a lost entry is computed again).
+# Cache of _jaxpr_has_effects: one flag per jaxpr alive (weak keys); locked.
 _effects: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
