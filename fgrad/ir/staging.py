@@ -52,7 +52,7 @@ class StagingTracer(Tracer):
 
 class StagingTrace(Trace):
     __slots__ = ("invars", "eqns", "constvars", "consts", "_const_ids", "stage_constants",
-                 "fun_name", "arg_names", "source", "advice")
+                 "fun_name", "arg_names", "source", "advice", "_deps", "_deps_seen")
 
     def __init__(
         self,
@@ -79,6 +79,10 @@ class StagingTrace(Trace):
         self.fun_name = fun_name
         self.arg_names = list(arg_names)
         self.source: str | None = None  # recorded in each equation (see JaxprEqn.source)
+        # For messages: the inputs each variable depends on, as far as the
+        # inputs and equations counted in `_deps_seen` go (see _arguments_behind).
+        self._deps: dict[Var, frozenset[int]] = {}
+        self._deps_seen = (0, 0)
 
     def new_arg(self, aval: ShapedArray) -> StagingTracer:
         var = Var(aval)
@@ -140,11 +144,19 @@ class StagingTrace(Trace):
 
     # --- messages ----------------------------------------------------------
     def _arguments_behind(self, var: Var) -> list[str]:
-        deps: dict[Var, frozenset[int]] = {v: frozenset([i]) for i, v in enumerate(self.invars)}
-        for eqn in self.eqns:
+        # Extended from where the last message left it (inputs and equations
+        # are only ever appended): code that asks whether a value is concrete
+        # and catches the error (`lax.cond` of a traced predicate) may build
+        # one message per equation it stages, and each costs only the new ones.
+        deps = self._deps
+        n_invars, n_eqns = self._deps_seen
+        for i in range(n_invars, len(self.invars)):
+            deps[self.invars[i]] = frozenset([i])
+        for eqn in self.eqns[n_eqns:]:
             d = frozenset().union(*(deps.get(a, frozenset()) for a in eqn.invars if isinstance(a, Var)))
             for v in eqn.outvars:
                 deps[v] = d
+        self._deps_seen = (len(self.invars), len(self.eqns))
         names = self.arg_names
         return [names[i] if i < len(names) else f"#{i}" for i in sorted(deps.get(var, ()))]
 

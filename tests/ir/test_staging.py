@@ -75,6 +75,26 @@ def test_trace_to_jaxpr_names_the_function_and_transform_in_concretization_error
         trace_to_jaxpr(branchy, [F64], "my transform", fun_name="my_fun")
 
 
+def test_each_concretization_error_of_a_trace_names_the_arguments_behind_its_value():
+    # Messages caught one after another (as lax.cond's probe of its predicate
+    # does), each for a value made after the last message was written.
+    messages = []
+
+    def f(x, y, z):
+        total = y
+        for v in [x * 2.0, fnp.sin(y), x * z]:
+            try:
+                bool(v > 0)
+            except ConcretizationTypeError as e:
+                messages.append(str(e))
+            total = total + v  # equations after each message
+        return [total]
+
+    trace_to_jaxpr(f, [F64, F64, F64], "test", fun_name="f")
+    assert [m.split("It depends on ")[1].split(" of f")[0] for m in messages] == [
+        "the argument `#0`", "the argument `#1`", "the arguments `#0`, `#2`"]
+
+
 def test_trace_to_jaxpr_restores_the_current_trace():
     assert ctx.trace is EVAL_TRACE
     with pytest.raises(ZeroDivisionError):
