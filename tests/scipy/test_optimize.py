@@ -370,3 +370,11 @@ def test_errors():
         optimize.root(lambda x: x, np.zeros(2, complex))
     with pytest.raises(TypeError, match="jac must be None"):
         optimize.minimize(ridge, np.zeros(4), args=(0.3,), jac=True)
+
+
+# vmap == a Python loop over examples (tests/transforms/test_batching.py): label -> (f, example shapes, domain)
+BATCH_CASES = {
+    "scipy_solve": (lambda a: cos_fixed_point(a), [()], "positive"),
+    "scipy_solution": (lambda a: fgrad.grad(cos_fixed_point)(a), [()], "positive"),
+    "scipy_solution_tangent": (lambda a: fgrad.jvp(cos_fixed_point, (a,), (a * 0.5,))[1], [()], "positive"),
+}
