@@ -4,13 +4,15 @@ The first call of `jit(f)` and of `jit(grad(f))` traces the function into a
 jaxpr, optimises it (the passes of `fgrad.ir.passes.optimize_jaxpr`) and
 generates and compiles its Python code. Target: all of it in <= 0.1 ms per
 traced equation, and linear in the size of the program, so the figure stays
-flat from 1,000 to 10,000 operations. Three programs of N operations:
+flat from 1,000 to 10,000 operations. Four programs of N operations:
 
     scalar  W9 of A. Rogozhnikov's "Fastest Autograd in the West" (2023): N scalar
             operations over 100 inputs x[i], cycling through softplus of the node
             10 back, the sum of four earlier nodes (nodes[-30:-10:5]), the product
             of the nodes 20 and 10 back, and a softmax of the last four (written
             on scalars: max, exp, sum, division), which adds four nodes.
+    w9      the same as the post writes it: the softmax of the four stacked into
+            a vector (fgrad.nn.softmax), its entries appended.
     vector  the same kind of graph on vectors of 64: matrix-vector products,
             elementwise ops with broadcasting, means, `where`.
     loops   every fourth operation a loop (`lax.scan`, `lax.fori_loop`) or a
@@ -40,6 +42,7 @@ import numpy as np
 from harness import check
 
 import fgrad
+import fgrad.nn
 import fgrad.numpy as fnp
 from fgrad import lax
 from fgrad.config import config
@@ -77,6 +80,27 @@ def scalar_program(n_ops: int) -> tuple[Callable[[Any], Any], np.ndarray]:
         return nodes[-1]
 
     return f, np.arange(float(N_INPUTS)) / N_INPUTS
+
+
+def w9_program(n_ops: int) -> tuple[Callable[[Any], Any], np.ndarray]:
+    """W9 as the post writes it (and bench_w9_scalar_graph.py): the softmax of
+    the last four nodes stacked into a vector, its four entries appended."""
+
+    def f(x: Any) -> Any:
+        nodes = [x[i] for i in range(N_INPUTS)]
+        for op in range(n_ops):
+            k = op % 4
+            if k == 0:
+                nodes.append(fgrad.nn.softplus(nodes[-10]))
+            elif k == 1:
+                nodes.append(sum(nodes[-30:-10:5]))
+            elif k == 2:
+                nodes.append(nodes[-20] * nodes[-10])
+            else:
+                nodes.extend(fgrad.nn.softmax(fnp.stack(nodes[-4:]), axis=0))
+        return nodes[-1]
+
+    return f, np.random.default_rng(0).standard_normal(N_INPUTS)
 
 
 def vector_program(n_ops: int) -> tuple[Callable[[Any], Any], tuple[np.ndarray, np.ndarray]]:
@@ -123,7 +147,7 @@ def loops_program(n_ops: int) -> tuple[Callable[[Any], Any], np.ndarray]:
 
 
 PROGRAMS: dict[str, Callable[[int], tuple[Callable[[Any], Any], Any]]] = {
-    "scalar": scalar_program, "vector": vector_program, "loops": loops_program,
+    "scalar": scalar_program, "w9": w9_program, "vector": vector_program, "loops": loops_program,
 }
 PASSES = [p for p in ["rewritten", "inline_calls", "unroll_small_arrays", "fold_constants", "simplify_jaxpr",
                       "identity_products", "summed_products", "sliced_products", "cse_jaxpr",
