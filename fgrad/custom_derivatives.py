@@ -57,7 +57,7 @@ from .core.errors import UnexpectedTracerError
 from .core.libraries import generic_impls, is_library_array
 from .core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from .core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx
-from .eager_calls import STAGED, run_below, split_tangents, transform_of, unbatched, vmapped
+from .eager_calls import STAGED, run_below, transform_of, unbatched, vmapped
 from .ir.cache import cached_per_jaxpr
 from .ir.check import check_operands
 from .ir.evaluate import eval_closed_now, eval_jaxpr
@@ -67,7 +67,7 @@ from .primitives import elementwise, reductions
 from .primitives.batching import batch_size, move_axis, with_batch_axis
 from .primitives.derivatives import is_linear, zeros, zeros_like_value, zeros_now
 from .transforms.batching import BatchTrace, BatchTracer, batch_flat, batch_jaxpr
-from .transforms.call import call_batch, call_jvp, call_transpose
+from .transforms.call import call_batch, call_jvp, call_transpose, split_tangents
 from .transforms.forward import JVPTrace, JVPTracer, jvp_flat, jvp_jaxpr
 from .transforms.reverse import LinearizeTrace, linearize_flat, linearize_jaxpr
 

@@ -36,9 +36,9 @@ from .core.trace import Hidden, Trace, Tracer, ctx, tracing
 from .ir.staging import StagingTrace
 from .primitives.batching import move_axis, with_batch_axis
 from .transforms.batching import BatchTrace, BatchTracer
-from .transforms.forward import JVPTrace, JVPTracer
+from .transforms.forward import JVPTrace
 
-__all__ = ["STAGED", "transform_of", "run_below", "closes_over_hidden", "split_tangents", "unbatched",
+__all__ = ["STAGED", "transform_of", "run_below", "closes_over_hidden", "unbatched",
            "vmapped"]
 
 Flat = Callable[..., list[Any]]
@@ -164,20 +164,6 @@ def closes_over_hidden(fn: Any, depth: int = 4) -> bool:
         return any(look(v, d - 1) for v in found)
 
     return look(fn, depth)
-
-
-def split_tangents(owner: JVPTrace, leaves: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """The values underneath `owner`'s tracers among `leaves`, and their
-    tangents (None for a value that is not one of them)."""
-    primals, tangents = [], []
-    for x in leaves:
-        if type(x) is JVPTracer and x._trace is owner:
-            primals.append(x.primal)
-            tangents.append(x.tangent)
-        else:
-            primals.append(x)
-            tangents.append(None)
-    return primals, tangents
 
 
 def unbatched(owner: BatchTrace, leaves: Sequence[Any]) -> tuple[list[Any], list[int | None]]:

@@ -17,13 +17,15 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError
 from ..core.libraries import current_library, is_library_array
 from ..core.trace import Tracer
+from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..ir.staging import closure_convert, trace_to_jaxpr
+from ..primitives import elementwise as ew
 from ..primitives import shapes
 
 __all__ = ["Staged", "stage", "leaves_of", "check_same", "carry_fixpoint", "linear_carries", "depends_on",
-           "permuted", "with_unused_inputs", "assign", "indented", "stacked", "stack_now", "branch_index",
-           "concrete", "ABSTRACT_ADVICE"]
+           "permuted", "summing_body", "with_unused_inputs", "assign", "indented", "stacked", "stack_now",
+           "branch_index", "concrete", "ABSTRACT_ADVICE"]
 
 ABSTRACT_ADVICE = (
     "the functions given to fgrad.lax (branches, loop bodies, conditions) are traced once on abstract "
@@ -133,6 +135,23 @@ def linear_carries(jaxpr: ClosedJaxpr, linear: Sequence[bool], num_consts: int,
         return depends_on(jaxpr.jaxpr, [i for i, f in enumerate(flags) if f])[:num_carry]
 
     return carry_fixpoint(reached, carry)
+
+
+def summing_body(transposed: ClosedJaxpr, counts: Sequence[int]) -> Callable[..., list[Any]]:
+    """The step of a transposed loop: `transposed` (known consts, known step
+    inputs, the carry's cotangent, the step outputs' cotangents) -> (linear
+    consts' cotangents, ...), called on (known consts, sums so far of the linear
+    consts' cotangents, the carry's cotangent, known step inputs, the outputs'
+    cotangents), `counts` the sizes of the first four, with the sums updated."""
+
+    def body(*args: Any) -> list[Any]:
+        a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
+        kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
+        outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
+        n_s = len(sums)
+        return [*(ew.add(s, t) for s, t in zip(sums, outs[:n_s])), *outs[n_s:]]
+
+    return body
 
 
 def permuted(closed: ClosedJaxpr, in_order: Sequence[int],

@@ -62,6 +62,7 @@ from ._common import (
     permuted,
     stacked,
     stage,
+    summing_body,
     with_unused_inputs,
 )
 
@@ -409,12 +410,7 @@ def _transposed_tape_body(jaxpr: ClosedJaxpr, linear: tuple[bool, ...], num_cons
     known_x = [a for a, lin in zip(x_avals, linear[nk + nc:]) if not lin]
     counts = [len(known_c), len(lin_c), nc, len(known_x)]
 
-    def body(*args: Any) -> list[Any]:
-        a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
-        kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
-        outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
-        n_s = len(sums)
-        return [*(ew.add(s, t) for s, t in zip(sums, outs[:n_s])), *outs[n_s:]]
+    body = summing_body(transposed, counts)
 
     return trace_to_jaxpr(body, [*known_c, *lin_c, *carry_avals, *known_x, *jaxpr.out_avals[nc:]],
                           "transpose of a loop over tapes", fresh=True)

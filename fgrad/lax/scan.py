@@ -76,6 +76,7 @@ from ._common import (
     permuted,
     stack_now,
     stage,
+    summing_body,
 )
 from .loops import Pair, Parts
 
@@ -360,12 +361,7 @@ def _transposed_body(jaxpr: ClosedJaxpr, linear: tuple[bool, ...], num_consts: i
     y_avals = jaxpr.out_avals[nc:]
     counts = [len(known_c), len(summed_c), nc, len(known_x)]
 
-    def body(*args: Any) -> list[Any]:
-        a, b, c, e = (sum(counts[:k]) for k in range(1, 5))
-        kc, sums, ct_carry, kx, ct_y = args[:a], args[a:b], args[b:c], args[c:e], args[e:]
-        outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *kc, *kx, *ct_carry, *ct_y)
-        n_s = len(sums)
-        return [*(ew.add(s, t) for s, t in zip(sums, outs[:n_s])), *outs[n_s:]]
+    body = summing_body(transposed, counts)
 
     closed = trace_to_jaxpr(body, [*known_c, *summed_c, *carry_avals, *known_x, *y_avals],
                             "transpose of scan", fresh=True)
