@@ -57,7 +57,7 @@ __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p", "custom_root_
 Counts = tuple[int, int, int, int]
 
 
-def _split(xs: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
+def split_counts(xs: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
     """`xs` cut into consecutive parts of `counts`, and the rest."""
     parts, i = [], 0
     for n in counts:
@@ -99,14 +99,14 @@ def _check_like(what: str, expected: str, tree: PyTreeDef, avals: Sequence[Shape
 
 def _linear_solve_impl(*args: Any, matvec: ClosedJaxpr, vecmat: ClosedJaxpr | None, solve: ClosedJaxpr,
                        transpose_solve: ClosedJaxpr | None, const_counts: Counts, name: str) -> list[Any]:
-    _, _, sc, _, b = _split(args, const_counts)
+    _, _, sc, _, b = split_counts(args, const_counts)
     return runner(solve)(*sc, *b)
 
 
 def _linear_solve_aval(*avals: ShapedArray, matvec: ClosedJaxpr, vecmat: ClosedJaxpr | None,
                        solve: ClosedJaxpr, transpose_solve: ClosedJaxpr | None,
                        const_counts: Counts, name: str) -> list[ShapedArray]:
-    mc, vc, sc, tc, b = _split(avals, const_counts)
+    mc, vc, sc, tc, b = split_counts(avals, const_counts)
     check_operands("custom_linear_solve (its matvec)", mc + b, matvec)
     check_operands("custom_linear_solve (its solve)", sc + b, solve)
     if vecmat is not None:
@@ -134,8 +134,8 @@ def _tangent_of_matvec(matvec: ClosedJaxpr, consts: list[Any], const_tangents: l
 def _linear_solve_jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[list[Any], list[Any]]:
     # A x = b, so A dx = db - dA x: the same solve, on that right-hand side.
     outs = linear_solve_p.bind(*primals, **params)
-    mc, vc, sc, tc, b = _split(primals, params["const_counts"])
-    mt, _, _, _, bt = _split(tangents, params["const_counts"])
+    mc, vc, sc, tc, b = split_counts(primals, params["const_counts"])
+    mt, _, _, _, bt = split_counts(tangents, params["const_counts"])
     n = len(b)
     rhs = list(bt)
     if any(t is not None for t in mt):
@@ -161,7 +161,7 @@ def _linear_solve_transpose(cts: list[Any], *args: Any, matvec: ClosedJaxpr, vec
                             const_counts: Counts, name: str) -> list[Any]:
     if transpose_solve is None:
         raise TypeError(_NO_TRANSPOSE[name])
-    mc, vc, sc, tc, b = _split(args, const_counts)
+    mc, vc, sc, tc, b = split_counts(args, const_counts)
     if any(type(x) is UndefinedPrimal for x in [*mc, *vc, *sc, *tc]):
         raise TypeError("custom_linear_solve is linear in b only, not in what its functions close over: "
                         "it cannot be transposed in those")
@@ -184,7 +184,7 @@ def _linear_solve_batch(args: list[Any], dims: list[Any], *, matvec: ClosedJaxpr
     moved = [x if dim is None else batching.move_axis(x, dim, 0) for x, dim in zip(args[:n_consts], dims)]
     moved += [batching.with_batch_axis(x, dim, size) for x, dim in zip(args[n_consts:], dims[n_consts:])]
     cd = [None if dim is None else 0 for dim in dims[:n_consts]]
-    md, vd, sd, td, _ = _split(cd, const_counts)
+    md, vd, sd, td, _ = split_counts(cd, const_counts)
     n_b = len(args) - n_consts
 
     def batched(closed: ClosedJaxpr | None, const_dims: list[Any]) -> ClosedJaxpr | None:
@@ -199,7 +199,7 @@ def _linear_solve_batch(args: list[Any], dims: list[Any], *, matvec: ClosedJaxpr
 def _linear_solve_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     """jit's code: the solve written inline."""
     p = eqn.params
-    _, _, sc, _, b = _split(args, p["const_counts"])
+    _, _, sc, _, b = split_counts(args, p["const_counts"])
     body, results = writer.inline(p["solve"], [*sc, *b], "the solve of custom_linear_solve")
     return [*body, *assign([writer.name(v) for v in eqn.outvars], results)]
 
@@ -308,13 +308,13 @@ def _pair(out: Any, what: str, names: str) -> tuple[Any, Any]:
 
 def _custom_root_impl(*args: Any, f: ClosedJaxpr, solve: ClosedJaxpr, tangent_solve: ClosedJaxpr,
                       transpose_tangent_solve: ClosedJaxpr | None, const_counts: Counts) -> list[Any]:
-    _, sc, _, _, guess = _split(args, const_counts)
+    _, sc, _, _, guess = split_counts(args, const_counts)
     return runner(solve)(*sc, *guess)
 
 
 def _custom_root_aval(*avals: ShapedArray, f: ClosedJaxpr, solve: ClosedJaxpr, tangent_solve: ClosedJaxpr,
                       transpose_tangent_solve: ClosedJaxpr | None, const_counts: Counts) -> list[ShapedArray]:
-    fc, sc, tc, ttc, guess = _split(avals, const_counts)
+    fc, sc, tc, ttc, guess = split_counts(avals, const_counts)
     check_operands("custom_root (its f)", fc + guess, f)
     check_operands("custom_root (its solve)", sc + guess, solve)
     check_operands("custom_root (its tangent_solve)", tc + guess + guess, tangent_solve)
@@ -351,8 +351,8 @@ def _custom_root_jvp(primals: list[Any], tangents: list[Any], **params: Any) -> 
     # f(theta, x(theta)) = 0, so J dx = -df/dtheta dtheta, J = df/dx at the root.
     outs = custom_root_p.bind(*primals, **params)
     counts = params["const_counts"]
-    fc, sc, tc, ttc, guess = _split(primals, counts)
-    ft = _split(tangents, counts)[0]
+    fc, sc, tc, ttc, guess = split_counts(primals, counts)
+    ft = split_counts(tangents, counts)[0]
     n = len(guess)
     if all(t is None for t in ft):  # the guess and what the solvers close over carry no derivative
         return outs, [None] * len(outs)
@@ -379,7 +379,7 @@ def _custom_root_batch(args: list[Any], dims: list[Any], *, f: ClosedJaxpr, solv
     n_consts = sum(const_counts)
     moved = [x if dim is None else batching.move_axis(x, dim, 0) for x, dim in zip(args[:n_consts], dims)]
     moved += [batching.with_batch_axis(x, dim, size) for x, dim in zip(args[n_consts:], dims[n_consts:])]
-    fd, sd, td, ttd, _ = _split([None if dim is None else 0 for dim in dims[:n_consts]], const_counts)
+    fd, sd, td, ttd, _ = split_counts([None if dim is None else 0 for dim in dims[:n_consts]], const_counts)
     n = len(args) - n_consts
 
     def batched(closed: ClosedJaxpr | None, const_dims: list[Any], vectors: int) -> ClosedJaxpr | None:
@@ -397,7 +397,7 @@ def _custom_root_batch(args: list[Any], dims: list[Any], *, f: ClosedJaxpr, solv
 def _custom_root_block(writer: Any, eqn: Any, args: list[str]) -> list[str]:
     """jit's code: the solve written inline."""
     p = eqn.params
-    _, sc, _, _, guess = _split(args, p["const_counts"])
+    _, sc, _, _, guess = split_counts(args, p["const_counts"])
     body, results = writer.inline(p["solve"], [*sc, *guess], "the solve of custom_root")
     return [*body, *assign([writer.name(v) for v in eqn.outvars], results)]
 

@@ -53,6 +53,7 @@ from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..lax import custom_root, while_loop
 from ..lax._common import concrete
+from ..lax.solves import split_counts
 from ..primitives import batching
 
 __all__ = ["root", "fixed_point", "minimize", "least_squares", "DENSE_LIMIT"]
@@ -85,15 +86,6 @@ class _Solver:
         return self.name
 
 
-def _split(xs: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
-    parts, i = [], 0
-    for n in counts:
-        parts.append(list(xs[i:i + n]))
-        i += n
-    parts.append(list(xs[i:]))
-    return parts
-
-
 def _caller(closed: ClosedJaxpr, consts: list[Any]) -> Callable[..., list[Any]]:
     run = runner(closed)
     return lambda *xs: run(*consts, *xs)
@@ -106,7 +98,7 @@ def _encode(message: Any) -> np.ndarray:
 
 def _scipy_solve_impl(*operands: Any, solver: _Solver, functions: tuple[ClosedJaxpr, ...],
                       const_counts: tuple[int, ...], info: tuple[str, ...], why_not: str) -> list[Any]:
-    parts = _split(operands, const_counts)
+    parts = split_counts(operands, const_counts)
     calls = [_caller(fn, consts) for fn, consts in zip(functions, parts)]
     x0 = np.asarray(parts[-1][0])
     x, result = solver.run(calls, x0)
@@ -117,7 +109,7 @@ def _scipy_solve_impl(*operands: Any, solver: _Solver, functions: tuple[ClosedJa
 def _scipy_solve_aval(*avals: ShapedArray, solver: _Solver, functions: tuple[ClosedJaxpr, ...],
                       const_counts: tuple[int, ...], info: tuple[str, ...], why_not: str
                       ) -> list[ShapedArray]:
-    x0 = _split(avals, const_counts)[-1][0]
+    x0 = split_counts(avals, const_counts)[-1][0]
     return [x0, ShapedArray((), np.dtype(bool)), *(ShapedArray((), np.dtype(np.int64)) for _ in info),
             ShapedArray((_MESSAGE_BYTES,), np.dtype(np.uint8))]
 
