@@ -1,4 +1,4 @@
-"""Custom functions run eagerly where nothing is staged (fgrad/eager_calls.py): under
+"""Custom functions run eagerly where nothing is staged (fgrad/higher_order/eager.py): under
 grad, jvp, vjp and vmap outside jit and make_jaxpr, custom_jvp, custom_vjp and checkpoint
 functions and their rules see the values at hand, so Python control flow in them works as
 in autograd; what they close over keeps its derivative (a function closing over a value

@@ -4,7 +4,7 @@ A jitted function stages its Python function into a jaxpr on abstract values
 the first time it sees a tree structure, shapes and dtypes (Python scalars
 weakly typed, as in JAX) and static values, caches it (bounded, least recently
 used first out, locked), and from then on binds the `jit` primitive on that
-jaxpr: every transform sees one equation (transforms/jit.py). The traced
+jaxpr: every transform sees one equation (higher_order/jit.py). The traced
 jaxpr is optimised (folding, simplification, CSE, DCE) and runs as generated
 Python code. What tracing cannot see is said where it can be: a bound
 method's object is watched for rebound attributes (`_MethodJitted`), a trace
@@ -37,11 +37,11 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.fp_warnings import user_warnings
 from ..core.libraries import library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
+from ..higher_order.jit import jit_p
 from ..ir.codegen import compile_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.passes import optimize_jaxpr
 from ..ir.staging import StagingTrace, closure_convert
-from ..transforms.jit import jit_p
 from .arguments import flatten_fun, fun_name, leaf_names, to_input, to_output
 from .devices import check_backend, check_device
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten

@@ -101,7 +101,7 @@ class Trace:
     of its tracers that is used raises `UnexpectedTracerError`, as does one used
     in a thread other than `thread`, the one that made the trace.
 
-    While a custom rule's Python code runs below this trace (custom_derivatives.py),
+    While a custom rule's Python code runs below this trace (higher_order/custom.py),
     `dead` holds a `Hidden` instead: its tracers may not be used then either.
 
     A trace runs in the thread that made it, so `state` holds that thread's
@@ -256,7 +256,7 @@ class tracing:
 
 class Hidden:
     """What a trace's `dead` holds while a custom function's Python code runs
-    below it, on the values underneath its tracers (custom_derivatives.py):
+    below it, on the values underneath its tracers (higher_order/custom.py):
     a tracer of it used there is a value that code closed over, which that
     trace cannot see. Using one raises, as a dead trace's do, and sets `used`,
     so that the caller can run the function another way."""

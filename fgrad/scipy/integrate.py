@@ -373,7 +373,7 @@ def _forward_mode_active() -> bool:
 
 def _known(x: Any) -> Any:
     """The value of `x` if it is known now, else None."""
-    from ..lax._common import concrete
+    from ..higher_order._common import concrete
 
     return concrete(x)
 

@@ -48,12 +48,11 @@ from ..core.libraries import generic_impls
 from ..core.optional import require
 from ..core.rules import UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive, Tracer
+from ..higher_order._common import concrete, split_counts
 from ..ir.codegen import runner
 from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..lax import custom_root, while_loop
-from ..lax._common import concrete
-from ..lax.solves import split_counts
 from ..primitives import batching
 
 __all__ = ["root", "fixed_point", "minimize", "least_squares", "DENSE_LIMIT"]

@@ -7,7 +7,7 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad.core.avals import ShapedArray
-from fgrad.custom_derivatives import checkpoint_p
+from fgrad.higher_order.checkpoint import checkpoint_p
 from fgrad.ir.check import JaxprTypeError, check_jaxpr
 from fgrad.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from fgrad.primitives.elementwise import cos_p, mul_p, sin_p

@@ -11,7 +11,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad.core.avals import ShapedArray
 from fgrad.core.trace import EVAL_TRACE, Primitive, ctx
-from fgrad.debug import debug_print_p
+from fgrad.higher_order.effects import debug_print_p
 from fgrad.ir.check import check_jaxpr
 from fgrad.ir.evaluate import eval_closed_now, eval_jaxpr
 from fgrad.ir.jaxpr import Jaxpr, JaxprEqn, Var

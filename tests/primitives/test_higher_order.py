@@ -5,7 +5,7 @@ Each function closes over `w`, a traced value of the transform around it, both
 in its body and in its custom rule, or takes it as an argument. Its results and
 derivatives must equal those of the same function written without the
 primitive: under grad, jvp, vjp and vmap, evaluated eagerly (custom functions
-running their Python code then, fgrad/eager_calls.py) or staged by make_jaxpr
+running their Python code then, fgrad/higher_order/eager.py) or staged by make_jaxpr
 and then evaluated, to first and second order.
 """
 

@@ -2,8 +2,8 @@
 
 Under grad, jvp, vjp and vmap outside jit and make_jaxpr, custom_jvp,
 custom_vjp and checkpoint run their functions and rules eagerly, as autograd
-and PyTorch do, so Python control flow in them works (custom_derivatives.py
-says how each kind does). This module holds what the three share:
+and PyTorch do, so Python control flow in them works (`custom.py` and
+`checkpoint.py` say how each kind does). This module holds what the three share:
 
 * `transform_of` finds the transform that applies the custom rule: the
   innermost one around the call with a tracer among its arguments (`None`:
@@ -32,11 +32,11 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .core.trace import Hidden, Trace, Tracer, ctx, tracing
-from .ir.staging import StagingTrace
-from .primitives.batching import move_axis, with_batch_axis
-from .transforms.batching import BatchTrace, BatchTracer
-from .transforms.forward import JVPTrace
+from ..core.trace import Hidden, Trace, Tracer, ctx, tracing
+from ..ir.staging import StagingTrace
+from ..primitives.batching import move_axis, with_batch_axis
+from ..transforms.batching import BatchTrace, BatchTracer
+from ..transforms.forward import JVPTrace
 
 __all__ = ["STAGED", "transform_of", "run_below", "closes_over_hidden", "unbatched",
            "vmapped"]

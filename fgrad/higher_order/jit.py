@@ -24,8 +24,8 @@ from ..core.trace import Primitive
 from ..ir.check import check_operands
 from ..ir.codegen import runner
 from ..ir.jaxpr import ClosedJaxpr
+from ..transforms.reverse import LinearizeTrace, linearize_jaxpr
 from .call import call_batch, call_jvp, call_transpose
-from .reverse import LinearizeTrace, linearize_jaxpr
 
 __all__ = ["jit_p"]
 

@@ -19,9 +19,9 @@ from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
 from ..primitives.batching import batch_size
 from ..primitives.derivatives import zeros
-from .batching import batch_jaxpr
-from .forward import JVPTracer, jvp_jaxpr
-from .reverse import transpose_jaxpr
+from ..transforms.batching import batch_jaxpr
+from ..transforms.forward import JVPTracer, jvp_jaxpr
+from ..transforms.reverse import transpose_jaxpr
 
 __all__ = ["unpack_tangents", "call_jvp", "call_transpose", "call_batch", "run_on", "with_tangents",
            "split_tangents"]
