@@ -23,9 +23,9 @@ from fgrad.api.jit import CACHE_SIZE
 from fgrad.core.trace import EVAL_TRACE, Tracer, ctx
 from fgrad.transforms.reverse import linearize_jaxpr
 
-WARM_UP = 500
-CALLS = 2_000
-MAX_GROWTH = 512 * 1024  # bytes over CALLS - WARM_UP calls: < 350 bytes a call
+WARM_UP = 300
+CALLS = 1_200
+MAX_GROWTH = 350 * (CALLS - WARM_UP)  # bytes over CALLS - WARM_UP calls: < 350 bytes a call
 
 rng = np.random.default_rng(0)
 W, X, Y = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal(5)

@@ -22,7 +22,7 @@ from fgrad.core.trace import EVAL_TRACE, EvalTrace, ctx, transforming
 from tests.threads import run_threads
 
 THREADS = 8
-CALLS = 200  # per thread, of each of the computations below
+CALLS = 100  # per thread, of each of the computations below
 
 
 @pytest.fixture(autouse=True)

@@ -36,13 +36,13 @@ def params():
     yield pytest.param(ARRAYS["int32"], 2.5, id="int32-float")
 
 
-@pytest.mark.parametrize("x, n", params())
+@pytest.mark.parametrize("x, n", list(params()))
 def test_jit(x, n):
     same(fgrad.jit(f)(x, n), f(x, n))
     same(fgrad.jit(f)(x, n), f(x, n))  # the cached version
 
 
-@pytest.mark.parametrize("x, n", params())
+@pytest.mark.parametrize("x, n", list(params()))
 def test_vmap_of_a_python_number_not_mapped(x, n):
     same(fgrad.vmap(f, in_axes=(0, None))(x, n), f(x, n))
     same(fgrad.vmap(fgrad.jit(f), in_axes=(0, None))(x, n), f(x, n))
@@ -115,7 +115,7 @@ def g(x, n):
     return x * (n - 1) + (-n) * 2 + n / 2
 
 
-@pytest.mark.parametrize("x, n", params())
+@pytest.mark.parametrize("x, n", list(params()))
 def test_arithmetic_on_python_numbers_stays_weak_under_every_transform(x, n):
     # `n - 1` of a Python number is a Python number in NumPy: it does not widen x.
     want = g(x, n)

@@ -12,7 +12,7 @@ projectors v v^H, U diag(s) V^H."""
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fgrad
@@ -480,6 +480,7 @@ def _eig_invariants(a):
 
 
 @pytest.mark.parametrize("shape", EIG_SHAPES, ids=str)
+@settings(max_examples=25)  # per shape
 @given(seed=seeds, complex_=st.booleans())
 def test_eig(shape, seed, complex_):
     a = general(shape, seed, complex_)
@@ -635,6 +636,7 @@ def test_svd_hermitian_and_reconstruction():
 
 
 @pytest.mark.parametrize("shape", SVD_SHAPES, ids=str)
+@settings(max_examples=20)  # per shape: seven shapes, each example a second-order check
 @given(seed=seeds)
 def test_svd_of_complex_matrices(shape, seed):
     a = complex_like(with_singular_values, shape, seed)
@@ -720,6 +722,7 @@ def test_pinv_hermitian_is_differentiated_as_a_function_of_the_lower_triangle():
 
 
 @pytest.mark.parametrize("shape", [(4, 2), (3, 3), (2, 3), (3, 1)], ids=str)
+@settings(max_examples=25)  # per shape
 @given(seed=seeds, k=st.sampled_from([None, 1, 2]))
 def test_lstsq(shape, seed, k):
     a = with_singular_values(shape, seed)
