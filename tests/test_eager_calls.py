@@ -110,18 +110,25 @@ def test_reverse_mode_keeps_the_fixed_point_not_its_iterations():
     assert kept[0] == kept[1] == [("custom_vjp_bwd", 2)]  # one equation, holding the residuals a and x*
 
 
-def test_the_fixed_point_loop_fails_where_values_are_abstract_or_batched():
+def test_the_fixed_point_loop_fails_where_values_are_abstract():
     sqrt = sqrt_by("newton")
     for staged in (fgrad.jit(fgrad.grad(sqrt)), fgrad.make_jaxpr(fgrad.grad(sqrt))):
         with pytest.raises(fgrad.ConcretizationTypeError, match="traced once on abstract values"):
             staged(2.0)
-    # Under vmap a batched value has no single value (jacrev is vmap over cotangents).
-    with pytest.raises(fgrad.ConcretizationTypeError, match="batched value"):
-        fgrad.vmap(fgrad.grad(sqrt))(np.array([2.0, 3.0]))
-    with pytest.raises(fgrad.ConcretizationTypeError, match="batched value"):
-        fgrad.jacrev(lambda a: fnp.stack([sqrt(a), sqrt(2 * a)]))(2.0)
     with pytest.raises(TypeError, match="forward-mode differentiation.*fixed_point.*custom_vjp"):
         fgrad.jvp(sqrt, (2.0,), (1.0,))
+
+
+def test_the_fixed_point_loop_under_vmap_runs_each_example_as_a_python_loop_would():
+    # The loop's `while` on a batched value: each inner fixed_point call (itself a
+    # custom_vjp, batched) runs its examples one by one, forward and backward.
+    sqrt = sqrt_by("newton")
+    a = np.array([2.0, 3.0, 0.5])
+    loop = np.array([fgrad.grad(sqrt)(ai) for ai in a])
+    np.testing.assert_allclose(fgrad.vmap(fgrad.grad(sqrt))(a), loop, rtol=1e-14)
+    np.testing.assert_allclose(loop, 0.5 / np.sqrt(a), rtol=1e-6)  # to the loop's tolerance
+    jac = fgrad.jacrev(lambda a: fnp.stack([sqrt(a), sqrt(2 * a)]))(2.0)
+    np.testing.assert_allclose(jac, [fgrad.grad(sqrt)(2.0), 2 * fgrad.grad(sqrt)(4.0)], rtol=1e-14)
 
 
 # --- Python control flow in each kind of custom function ------------------------------------
@@ -206,6 +213,39 @@ def test_python_control_flow_in_a_custom_function_under_every_transform(kind, x,
         check_grads(lambda x: f(x, s), (x,), order=2)
     else:
         check_grads(lambda x: f(x, s), (x,), order=2, modes=("rev",))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_python_control_flow_on_a_batched_value_runs_the_examples_one_by_one(kind):
+    # Under vmap of the custom function itself, an `if` on a value that differs between
+    # examples runs the function (and its rules) once per example, as a Python loop would.
+    f = KINDS[kind]
+    xs, ss = np.stack([x0, 2 * x0, -x0]), np.array([1.5, -0.5, 2.0])
+    refs = [reference(x, s) for x, s in zip(xs, ss)]
+    np.testing.assert_allclose(fgrad.vmap(f)(xs, ss), np.stack([r[0] for r in refs]), rtol=1e-14)
+    gx, gs = fgrad.grad(lambda xs, ss: fnp.sum(fgrad.vmap(f)(xs, ss)), argnums=(0, 1))(xs, ss)
+    np.testing.assert_allclose(gx, np.stack([r[1] for r in refs]), rtol=1e-12)
+    np.testing.assert_allclose(gs, [np.sum(r[2]) for r in refs], rtol=1e-12)
+    nested = fgrad.vmap(fgrad.vmap(f))(np.stack([xs[:2], xs[1:]]), np.array([ss[:2], ss[1:]]))
+    np.testing.assert_allclose(nested, np.stack([np.stack([r[0] for r in refs[:2]]),
+                                                 np.stack([r[0] for r in refs[1:]])]), rtol=1e-14)
+    if kind in FORWARD:
+        jac = fgrad.jacfwd(lambda xs: fgrad.vmap(f)(xs, ss))(xs)  # (3, 3) examples x (3, 3) inputs
+        for i, r in enumerate(refs):
+            np.testing.assert_allclose(jac[i, :, i], np.diag(r[1]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(jac[0, :, 1:], 0.0)
+    # Staged, no example has a value of its own.
+    with pytest.raises(fgrad.ConcretizationTypeError, match="traced once on abstract values"):
+        fgrad.jit(fgrad.vmap(f))(xs, ss)
+    # Under a vmap around the differentiation, the rule of a custom_jvp or custom_vjp runs below
+    # the differentiation on the whole batch and cannot branch per example; a checkpoint's
+    # function is called again there, batched, and can.
+    per_example_grad = fgrad.vmap(fgrad.grad(lambda x, s: fnp.sum(f(x, s))))
+    if kind == "checkpoint":
+        np.testing.assert_allclose(per_example_grad(xs, ss), np.stack([r[1] for r in refs]), rtol=1e-12)
+    else:
+        with pytest.raises(fgrad.ConcretizationTypeError, match=r"batched value \(bool\[\] per example"):
+            per_example_grad(xs, ss)
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

@@ -16,11 +16,14 @@ __all__ = [
 ]
 
 import sys
+from typing import Any
 
 
 class ConcretizationTypeError(TypeError):
     """Python needed a concrete value (`if`, `bool`, `int`, `float`) from an abstract one,
     or from one whose derivative it would drop (TracerArrayConversionError)."""
+
+    trace: Any = None  # the trace whose tracer it was, where that is known (vmap's)
 
 
 class UnexpectedTracerError(TypeError):

@@ -32,11 +32,15 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..core.errors import ConcretizationTypeError
 from ..core.trace import Hidden, Trace, Tracer, ctx, tracing
 from ..ir.staging import StagingTrace
+from ..primitives import indexing
 from ..primitives.batching import move_axis, with_batch_axis
+from ..primitives.indexing import StaticIndex
 from ..transforms.batching import BatchTrace, BatchTracer
 from ..transforms.forward import JVPTrace
+from ._common import stacked
 
 __all__ = ["STAGED", "transform_of", "run_below", "closes_over_hidden", "unbatched",
            "vmapped"]
@@ -192,8 +196,14 @@ def vmapped(fn: Flat, size: int, name: str, in_dims: Sequence[int | None],
 
     def batched(*xs: Any) -> list[Any]:
         trace = BatchTrace(ctx.trace, f"vmap of {name}", size)
-        with tracing(trace):
-            outs = fn(*[x if d is None else BatchTracer(trace, x, d) for x, d in zip(xs, in_dims)])
+        try:
+            with tracing(trace):
+                outs = fn(*[x if d is None else BatchTracer(trace, x, d) for x, d in zip(xs, in_dims)])
+        except ConcretizationTypeError as e:
+            if e.trace is not trace:
+                raise
+            # Python control flow on a batched value: the examples one by one.
+            return _one_by_one(fn, size, in_dims, out_dims, xs)
         forced = len(outs) if force is None else force()
         results: list[Any] = []
         dims: list[int | None] = []
@@ -208,3 +218,17 @@ def vmapped(fn: Flat, size: int, name: str, in_dims: Sequence[int | None],
         return results
 
     return batched
+
+
+def _one_by_one(fn: Flat, size: int, in_dims: Sequence[int | None], out_dims: list[int | None] | None,
+                xs: Sequence[Any]) -> list[Any]:
+    """`fn` run on each example in turn, its results stacked along axis 0: what
+    `vmapped` does where `fn`'s Python code needs an example's own value (an
+    `if` on it), as a Python loop over the examples would."""
+    moved = [x if d is None else move_axis(x, d, 0) for x, d in zip(xs, in_dims)]
+    runs = [fn(*[x if d is None else indexing.getitem(x, idx=StaticIndex((i,)))
+                 for x, d in zip(moved, in_dims)]) for i in range(size)]
+    results = [stacked([run[k] for run in runs]) for k in range(len(runs[0]))] if runs else []
+    if out_dims is not None:
+        out_dims[:] = [0] * len(results)
+    return results

@@ -57,7 +57,7 @@ class BatchTracer(Tracer):
                       f"argument{'s' if many else ''} {', '.join(f'`{n}`' for n in names)}.")
         else:
             origin = ""
-        raise ConcretizationTypeError(
+        error = ConcretizationTypeError(
             f"A batched value ({self.aval.str_short()} per example, traced by "
             f"`{self._trace.transform}`) was used where Python needs one concrete value "
             f"({use}).{origin} "
@@ -67,6 +67,8 @@ class BatchTracer(Tracer):
             "into a selection; or move the decision outside the vmapped function, or leave the "
             "value out of the mapped arguments (in_axes=None)."
         )
+        error.trace = self._trace  # the vmap that met it, which may run the examples one by one
+        raise error
 
 
 class BatchTrace(Trace):
