@@ -12,13 +12,13 @@ import numpy as np
 
 from ..core.avals import get_aval
 from ..core.errors import ConcretizationTypeError
-from ..core.libraries import NUMPY_VALUE_TYPES, Library, is_library_array, library_of
-from ..core.trace import Tracer
+from ..core.libraries import NUMPY_VALUE_TYPES, ForeignConstant, Library, is_library_array, library_of
+from ..core.trace import EVAL_TRACE, Tracer, ctx
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
     "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_traced_input", "to_output", "leaf_names",
-    "describe", "with_args", "check_float_inputs", "arguments_library",
+    "describe", "with_args", "check_float_inputs", "arguments_library", "library_to_retry",
 ]
 
 
@@ -210,6 +210,16 @@ def arguments_library(args: Sequence[Any], kwargs: dict[str, Any] | None = None)
         if not kwargs:
             return None
     return library_of(tree_flatten((list(args), kwargs or {}))[0])
+
+
+def library_to_retry(error: ForeignConstant, library: Library | None) -> Library:
+    """The library a transform runs again on after `error`: an array of it met
+    through a closure or a global, while the transform computed on NumPy
+    (`library` None) at the top, outside any other transform (an inner one
+    lets the outermost run again). Otherwise `error` goes on."""
+    if library is not None or ctx.trace is not EVAL_TRACE:
+        raise error
+    return error.library
 
 
 _KIND_NAMES = {"f": "float", "fc": "float or complex"}

@@ -17,7 +17,7 @@ from typing_extensions import ParamSpec
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.fp_warnings import user_warnings
-from ..core.libraries import Library, library_of, on_library
+from ..core.libraries import ForeignConstant, Library, library_of, on_library
 from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
@@ -33,6 +33,7 @@ from .arguments import (
     flatten_fun,
     fun_name,
     leaf_names,
+    library_to_retry,
     normalize_argnums,
     to_input,
     to_output,
@@ -155,9 +156,16 @@ def _linearize(
     leaves = [to_traced_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library(leaves)
-    with on_library((), library), user_warnings():
-        leaves = _in_library(leaves, library)
-        outs, linear, aux = linearize_flat(flat_fun, leaves, transform, has_aux, keep)
+
+    def run(library: Library | None) -> tuple[list[Any], list[Any], LinearFunction, Any]:
+        with on_library((), library), user_warnings():
+            ins = _in_library(leaves, library)
+            return (ins, *linearize_flat(flat_fun, ins, transform, has_aux, keep))
+
+    try:
+        leaves, outs, linear, aux = run(library)
+    except ForeignConstant as e:  # a closure over another library's array: compute there
+        leaves, outs, linear, aux = run(library_to_retry(e, library))
     assert store.tree is not None
     aux_tree = None if not has_aux else tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
     return outs, linear, store.tree, store, aux_tree, in_tree, leaves
@@ -267,13 +275,16 @@ def value_and_grad(
         check_float_inputs("grad", fun, args, nums, leaves, "c" if holomorphic else "fc")
         flat_fun, store = flatten_fun(partial_fun, in_tree, has_aux, name)
         library = arguments_library(args, kwargs)
-        if library is None:  # NumPy: every gradient call comes here, without a library to enter
-            with user_warnings():
-                outs, aux, g = _grad_pass(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic, None)
-        else:
-            with on_library((), library), user_warnings():
-                ins = _in_library(leaves, library)
-                outs, aux, g = _grad_pass(fun, flat_fun, ins, in_tree, store, has_aux, holomorphic, library)
+        try:
+            if library is None:  # NumPy: every gradient call comes here, without a library to enter
+                with user_warnings():
+                    outs, aux, g = _grad_pass(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic,
+                                              None)
+            else:
+                outs, aux, g = _grad_on(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic, library)
+        except ForeignConstant as e:  # a closure over another library's array: compute there
+            outs, aux, g = _grad_on(fun, flat_fun, leaves, in_tree, store, has_aux, holomorphic,
+                                    library_to_retry(e, library))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         value = to_output(outs[0])
         if has_aux:
@@ -282,6 +293,13 @@ def value_and_grad(
         return value, g
 
     return value_and_grad_fun
+
+
+def _grad_on(fun: Callable[..., Any], flat_fun: Callable[..., Any], leaves: list[Any], in_tree: PyTreeDef,
+             store: OutStore, has_aux: bool, holomorphic: bool, library: Library) -> Any:
+    with on_library((), library), user_warnings():
+        ins = _in_library(leaves, library)
+        return _grad_pass(fun, flat_fun, ins, in_tree, store, has_aux, holomorphic, library)
 
 
 def grad(
@@ -390,14 +408,23 @@ def jvp(
     t_leaves = _check_tangents(leaves, in_tree, tuple(tangents), "tangents")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     library = arguments_library([*leaves, *t_leaves])
-    with on_library((), library), user_warnings():
-        leaves, t_leaves = _in_library(leaves, library), _in_library(t_leaves, library)
-        outs, t_outs, aux = jvp_flat(flat_fun, leaves, t_leaves, f"jvp of {fun_name(fun)}", has_aux)
-        assert store.tree is not None
-        out = tree_unflatten(store.tree, [to_output(x) for x in outs])
-        t_out = tree_unflatten(store.tree, [
-            _zeros(get_aval(p).strip_weak_type()) if t is None else to_output(t) for p, t in zip(outs, t_outs)
-        ])
+
+    def run(library: Library | None) -> tuple[Any, Any, Any]:
+        with on_library((), library), user_warnings():
+            ins, t_ins = _in_library(leaves, library), _in_library(t_leaves, library)
+            outs, t_outs, aux = jvp_flat(flat_fun, ins, t_ins, f"jvp of {fun_name(fun)}", has_aux)
+            assert store.tree is not None
+            out = tree_unflatten(store.tree, [to_output(x) for x in outs])
+            t_out = tree_unflatten(store.tree, [
+                _zeros(get_aval(p).strip_weak_type()) if t is None else to_output(t)
+                for p, t in zip(outs, t_outs)
+            ])
+            return out, t_out, aux
+
+    try:
+        out, t_out, aux = run(library)
+    except ForeignConstant as e:  # a closure over another library's array: compute there
+        out, t_out, aux = run(library_to_retry(e, library))
     if has_aux:
         return out, t_out, tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
     return out, t_out

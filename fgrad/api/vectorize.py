@@ -16,7 +16,7 @@ from typing_extensions import ParamSpec
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.fp_warnings import user_warnings
-from ..core.libraries import current_library, on_library
+from ..core.libraries import ForeignConstant, Library, current_library, on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
@@ -25,6 +25,7 @@ from .arguments import (
     flatten_fun,
     fun_name,
     leaf_names,
+    library_to_retry,
     normalize_argnums,
     to_output,
     to_traced_input,
@@ -113,9 +114,17 @@ def vmap(
             assert store.tree is not None
             return _broadcast_prefix(out_axes, store.tree, "out_axes")
 
-        with on_library((), arguments_library(leaves)), user_warnings():
-            outs = batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}",
-                              lambda: _names(fun, args, kwargs, kw_names))
+        library = arguments_library(leaves)
+
+        def run(library: Library | None) -> list[Any]:
+            with on_library((), library), user_warnings():
+                return batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}",
+                                  lambda: _names(fun, args, kwargs, kw_names))
+
+        try:
+            outs = run(library)
+        except ForeignConstant as e:  # a closure over another library's array: compute there
+            outs = run(library_to_retry(e, library))
         assert store.tree is not None
         return tree_unflatten(store.tree, [to_output(x) for x in outs])
 

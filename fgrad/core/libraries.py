@@ -43,7 +43,7 @@ from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 __all__ = [
     "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
     "library_rules", "generic_impls", "elementwise_impls", "is_library_array", "check_constant",
-    "NUMPY_VALUE_TYPES", "library_impl",
+    "NUMPY_VALUE_TYPES", "library_impl", "ForeignConstant",
 ]
 
 #: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
@@ -253,28 +253,49 @@ NUMPY_VALUE_TYPES = frozenset({
 })
 
 
+class ForeignConstant(TypeError):
+    """A transform computing on NumPy met an array of `library` that is not one
+    of its arguments (a closure or a global). The transform's public function
+    catches it and runs again on that library (`api/arguments.py`
+    `on_the_arguments_library`), so that it computes where the data is; met
+    anywhere else, it is the error its message says."""
+
+    def __init__(self, message: str, library: Library) -> None:
+        super().__init__(message)
+        self.library = library
+
+
 def check_constant(x: Any, trace: Trace) -> None:
     """Called by a transform on a value it meets that is not a tracer, when its
     type is not one of NUMPY_VALUE_TYPES: an array of another library must be
-    an array of the library the transform runs on. One that a function closes
-    over, under a transform of NumPy arguments, would meet NumPy's
-    implementations, which convert it (or fail): a TypeError says to pass it
-    as an argument instead."""
+    an array of the library the transform runs on. One met while a jaxpr is
+    being staged (jit, make_jaxpr) becomes one of its constants, and jit runs
+    on the library of its constants. One met by a transform computing on NumPy
+    raises ForeignConstant, and the transform runs again on that library; one
+    of a third library raises a TypeError."""
     lib = library_of_value(x)
     if lib is None:
         return
     root = trace
     while root.parent is not None:
+        if getattr(root, "stage_constants", False):  # a constant of the jaxpr being staged
+            return
         root = root.parent
     running = root.library if isinstance(root, LibraryTrace) else None
     if running is lib:
         return
-    where = "NumPy arrays" if running is None else f"arrays of {running.name}"
+    if running is None:
+        raise ForeignConstant(
+            f"{trace.transform} met an array of {lib.name} that is not one of its arguments (a closure "
+            "or a global?), while it computes on NumPy arrays. The transformations run again on that "
+            "library when they meet such an array; this one was met where they cannot (inside a "
+            "function of their results called later?): pass the array to the function as an "
+            "argument (it need not be differentiated: leave it out of argnums).", lib)
     raise TypeError(
         f"{trace.transform} met an array of {lib.name} that is not one of its arguments (a closure "
-        f"or a global?), while it computes on {where}. fgrad computes on the library of the "
-        "arguments and does not convert arrays behind your back: pass the array to the function as "
-        "an argument (it need not be differentiated: leave it out of argnums)."
+        f"or a global?), while it computes on arrays of {running.name}. fgrad computes on one array "
+        "library at a time and does not convert arrays behind your back: convert the arrays to one "
+        "library first."
     )
 
 

@@ -112,3 +112,18 @@ def test_vmap_of_the_gradient_over_a_batch_of_weights(client, problem):
     g = lazily(batched, W, A_dask, b)
     assert isinstance(g, da.Array) and g.shape == W.shape
     np.testing.assert_allclose(on_cluster(client, g), (A @ W.T - b[:, None]).T @ A, rtol=RTOL)
+
+
+def test_jit_of_grad_of_a_loss_closing_over_a_dask_matrix(client, problem):
+    # The fitting script's way: the data closed over, the weights a NumPy argument.
+    A, b, w, A_dask = problem
+    b_dask = A_dask @ np.ones(COLS)
+
+    def ls(w):
+        return fnp.sum((A_dask @ w - b_dask) ** 2)
+
+    expected = 2 * A.T @ (A @ w - A @ np.ones(COLS))
+    for transform in (fgrad.grad, lambda f: fgrad.jit(fgrad.grad(f))):
+        g = lazily(transform(ls), w)
+        assert isinstance(g, da.Array) and g.shape == (COLS,)
+        np.testing.assert_allclose(on_cluster(client, g), expected, rtol=RTOL)
