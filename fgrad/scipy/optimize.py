@@ -34,7 +34,6 @@ on abstract values (no Python `if` on x or args).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,9 +43,8 @@ from .. import numpy as fnp
 from ..api.transformations import grad, jvp, value_and_grad
 from ..api.vectorize import jacfwd
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import generic_impls
 from ..core.optional import require
-from ..core.rules import UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from ..core.rules import batch_rules, jvp_rules
 from ..core.trace import Primitive, Tracer
 from ..ir.codegen import runner
 from ..ir.jaxpr import ClosedJaxpr
@@ -55,6 +53,7 @@ from ..lax import custom_root, while_loop
 from ..lax._common import concrete
 from ..lax.solves import split_counts
 from ..primitives import batching
+from ._solutions import Convergence, solution_p
 
 __all__ = ["root", "fixed_point", "minimize", "least_squares", "DENSE_LIMIT"]
 
@@ -139,69 +138,14 @@ jvp_rules[scipy_solve_p] = _scipy_solve_jvp
 batch_rules[scipy_solve_p] = _scipy_solve_batch
 
 
-# --- a solution that may not be one ----------------------------------------------------------
+# --- a solution that may not be one (fgrad/scipy/_solutions.py) --------------------------------
 
 
-def _solution_aval(x: ShapedArray, success: ShapedArray, *, name: str) -> ShapedArray:
-    return x
-
-
-# The solution x, unchanged; its tangent goes through scipy_solution_tangent, which warns
-# when the solver did not converge.
-solution_p = Primitive("scipy_solution", lambda x, success, *, name: x, _solution_aval)
-
-
-def _tangent_check_impl(t: Any, success: Any, *, name: str) -> Any:
-    if not np.all(success):
-        warnings.warn(
-            f"fgrad.scipy.optimize.{name}: the solver did not converge (success is False), so its x is not "
-            "a solution and the implicit function theorem gives the derivative of nothing: tighten the "
-            "tolerance or raise the iteration limit (options=...), or check result.success before "
-            "differentiating", RuntimeWarning, stacklevel=2)
-    return t
-
-
-tangent_check_p = Primitive("scipy_solution_tangent", _tangent_check_impl, _solution_aval)
-
-
-def _solution_jvp(primals: list[Any], tangents: list[Any], *, name: str) -> tuple[Any, Any]:
-    x, success = primals
-    t = tangents[0]
-    return solution_p.bind(x, success, name=name), None if t is None else tangent_check_p.bind(t, success,
-                                                                                              name=name)
-
-
-def _tangent_check_jvp(primals: list[Any], tangents: list[Any], *, name: str) -> tuple[Any, Any]:
-    t, success = primals
-    dt = tangents[0]
-    return tangent_check_p.bind(t, success, name=name), None if dt is None else tangent_check_p.bind(
-        dt, success, name=name)
-
-
-def _tangent_check_transpose(ct: Any, t: Any, success: Any, *, name: str) -> list[Any]:
-    if type(success) is UndefinedPrimal:
-        raise TypeError("scipy_solution_tangent is linear in its first operand only")
-    return [tangent_check_p.bind(ct, success, name=name), None]
-
-
-def _pass_through_batch(prim: Primitive) -> Callable[..., tuple[Any, Any]]:
-    def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
-        x, success = args
-        if dims[0] is None and dims[1] is not None:  # success of each example, x of all: x for each
-            x = batching.with_batch_axis(x, None, batching.batch_size(args, dims))
-            return prim.bind(x, success, **params), 0
-        return prim.bind(x, success, **params), dims[0]
-
-    return rule
-
-
-jvp_rules[solution_p] = _solution_jvp
-jvp_rules[tangent_check_p] = _tangent_check_jvp
-transpose_rules[tangent_check_p] = _tangent_check_transpose
-batch_rules[solution_p] = _pass_through_batch(solution_p)
-batch_rules[tangent_check_p] = _pass_through_batch(tangent_check_p)
-# SciPy solves on NumPy's arrays: another library's raises NotImplementedError (no rule for it).
-generic_impls.update((solution_p, tangent_check_p))
+def _convergence(name: str) -> Convergence:
+    return Convergence(f"fgrad.scipy.optimize.{name}", (
+        "the solver did not converge (success is False), so its x is not a solution and the implicit "
+        "function theorem gives the derivative of nothing: tighten the tolerance or raise the iteration "
+        "limit (options=...), or check result.success before differentiating"))
 
 
 # --- staging the user's functions -----------------------------------------------------------
@@ -350,7 +294,7 @@ def _implicit(name: str, condition: Callable[[Any], Any], x0: Any, scipy_call: C
 
     size = int(np.prod(_aval(x0).shape))
     x, aux = custom_root(condition, x0, solve, _tangent_solve(size, symmetric), has_aux=True)
-    return solution_p.bind(x, aux[0], name=name), [x, *aux]
+    return solution_p.bind(x, aux[0], check=_convergence(name)), [x, *aux]
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -519,7 +463,7 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Any = (), xtol: float =
         known = _known(done)
         if known is not None and not known:
             raise RuntimeError(f"Failed to converge after {maxiter} iterations, value is {_known(x)}")
-        return solution_p.bind(x, done, name="fixed_point")
+        return solution_p.bind(x, done, check=_convergence("fixed_point"))
     so = _scipy_optimize()
 
     def run(calls: list[Callable[..., list[Any]]], x: np.ndarray) -> tuple[Any, Any]:
