@@ -12,7 +12,8 @@ not from SciPy's steps, through `fgrad.lax.custom_root`:
 * The tangent system (J dx = -dF/dargs dargs) is solved densely up to
   `DENSE_LIMIT` unknowns, else by conjugate gradients (`minimize`,
   `least_squares`, whose Jacobian is symmetric) or GMRES (`root`,
-  `fixed_point`), written on `fgrad.lax.while_loop`.
+  `fixed_point`): fgrad.scipy.sparse.linalg's, which warn when they do not
+  converge.
 * SciPy runs inside one primitive, `scipy_solve`, whose implementation calls
   SciPy with callbacks running the user's staged functions: so the solvers
   work under `jit` (the call is one equation) and `vmap` (one SciPy call per
@@ -54,6 +55,7 @@ from ..lax._common import concrete
 from ..lax.solves import split_counts
 from ..primitives import batching
 from ._solutions import Convergence, solution_p
+from .sparse.linalg import derivative_solver
 
 __all__ = ["root", "fixed_point", "minimize", "least_squares", "DENSE_LIMIT"]
 
@@ -214,73 +216,10 @@ def _dense_solve(g: Callable[[Any], Any], y: Any) -> Any:
     return fnp.reshape(fnp.linalg.solve(matrix, fnp.ravel(y)), shape)
 
 
-def _cg(g: Callable[[Any], Any], y: Any, tol: float = 1e-14, maxiter: int | None = None) -> Any:
-    """g(x) = y for a symmetric positive definite linear g, by conjugate gradients."""
-    n = int(np.prod(get_aval(y).shape))
-    limit = 10 * n if maxiter is None else maxiter
-    bound = (tol * fnp.sqrt(fnp.sum(y * y))) ** 2
-
-    def go_on(c: tuple[Any, ...]) -> Any:
-        _, r, _, rr, k = c
-        return (rr > bound) & (k < limit)
-
-    def step(c: tuple[Any, ...]) -> tuple[Any, ...]:
-        x, r, p, rr, k = c
-        gp = g(p)
-        alpha = rr / fnp.sum(p * gp)
-        x, r = x + alpha * p, r - alpha * gp
-        rr1 = fnp.sum(r * r)
-        return x, r, r + (rr1 / rr) * p, rr1, k + 1
-
-    x0 = fnp.zeros_like(y)
-    return while_loop(go_on, step, (x0, y, y, fnp.sum(y * y), 0))[0]
-
-
-def _gmres(g: Callable[[Any], Any], y: Any, tol: float = 1e-14, restart: int = 50,
-           maxiter: int | None = None) -> Any:
-    """g(x) = y for a linear g, by restarted GMRES (modified Gram-Schmidt, least squares
-    on the Hessenberg matrix by fgrad.numpy.linalg.lstsq)."""
-    shape = get_aval(y).shape
-    n = int(np.prod(shape))
-    m = min(restart, n)
-    limit = max(1, 10 * n // m) if maxiter is None else maxiter
-    b = fnp.ravel(y)
-    bound = tol * fnp.sqrt(fnp.sum(b * b))
-
-    def matvec(v: Any) -> Any:
-        return fnp.ravel(g(fnp.reshape(v, shape)))
-
-    def cycle(x: Any) -> Any:
-        r = b - matvec(x)
-        beta = fnp.sqrt(fnp.sum(r * r))
-        basis = fnp.at(fnp.zeros((m + 1, n)))[0].set(r / fnp.where(beta > 0, beta, 1.0))
-        h = fnp.zeros((m + 1, m))
-        for j in range(m):  # a fixed number of Arnoldi steps (m is static)
-            w = matvec(basis[j])
-            for i in range(j + 1):
-                hij = fnp.sum(w * basis[i])
-                h = fnp.at(h)[i, j].set(hij)
-                w = w - hij * basis[i]
-            norm = fnp.sqrt(fnp.sum(w * w))
-            h = fnp.at(h)[j + 1, j].set(norm)
-            basis = fnp.at(basis)[j + 1].set(w / fnp.where(norm > 1e-300, norm, 1.0))
-        e1 = fnp.at(fnp.zeros(m + 1))[0].set(beta)
-        coef = fnp.linalg.lstsq(h, e1, rcond=None)[0]
-        return x + coef @ basis[:m]
-
-    def go_on(c: tuple[Any, Any]) -> Any:
-        x, k = c
-        r = b - matvec(x)
-        return (fnp.sqrt(fnp.sum(r * r)) > bound) & (k < limit)
-
-    x = while_loop(go_on, lambda c: (cycle(c[0]), c[1] + 1), (fnp.zeros(n), 0))[0]
-    return fnp.reshape(x, shape)
-
-
 def _tangent_solve(size: int, symmetric: bool) -> Callable[[Callable[[Any], Any], Any], Any]:
     if size <= DENSE_LIMIT:
         return _dense_solve
-    return _cg if symmetric else _gmres
+    return derivative_solver(symmetric)
 
 
 def _implicit(name: str, condition: Callable[[Any], Any], x0: Any, scipy_call: Callable[[Any], list[Any]],
