@@ -35,7 +35,8 @@ from harness import TARGETS  # noqa: E402
 BENCHMARKS = [
     "bench_w1_scalar_chain", "bench_w2_control_flow", "bench_w7_small", "bench_w3_mlp", "bench_eager",
     "bench_w4_w5_jacobians", "bench_elementwise", "bench_checkpoint", "bench_scan_checkpoints", "bench_jit",
-    "bench_w8_rnn", "bench_w10_long_rnn", "bench_w9_scalar_graph", "bench_compile", "bench_dask", "gpu_check",
+    "bench_w8_rnn", "bench_w10_long_rnn", "bench_w9_scalar_graph", "bench_compile", "bench_dask",
+    "bench_sparse_linalg", "gpu_check",
 ]
 PEERS = ["autograd", "jax", "torch"]
 

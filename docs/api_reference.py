@@ -36,6 +36,8 @@ MODULES = [
     ("fgrad.scipy.signal", "SciPy's convolutions."),
     ("fgrad.scipy.integrate", "Integration of samples, and ODEs."),
     ("fgrad.scipy.optimize", "SciPy's solvers, differentiable by the implicit function theorem."),
+    ("fgrad.scipy.sparse.linalg", "SciPy's iterative linear solvers, differentiated through the system they "
+                                  "solve."),
     ("fgrad.optim", "Functional optimizers on pytrees."),
     ("fgrad.tree_util", "Pytrees: flattening, mapping, registering."),
     ("fgrad.tree", "The pytree functions under JAX's short names (jax.tree)."),

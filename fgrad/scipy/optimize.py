@@ -12,7 +12,8 @@ not from SciPy's steps, through `fgrad.lax.custom_root`:
 * The tangent system (J dx = -dF/dargs dargs) is solved densely up to
   `DENSE_LIMIT` unknowns, else by conjugate gradients (`minimize`,
   `least_squares`, whose Jacobian is symmetric) or GMRES (`root`,
-  `fixed_point`), written on `fgrad.lax.while_loop`.
+  `fixed_point`): fgrad.scipy.sparse.linalg's, which warn when they do not
+  converge.
 * SciPy runs inside one primitive, `scipy_solve`, whose implementation calls
   SciPy with callbacks running the user's staged functions: so the solvers
   work under `jit` (the call is one equation) and `vmap` (one SciPy call per
@@ -34,7 +35,6 @@ on abstract values (no Python `if` on x or args).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,9 +44,8 @@ from .. import numpy as fnp
 from ..api.transformations import grad, jvp, value_and_grad
 from ..api.vectorize import jacfwd
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import generic_impls
 from ..core.optional import require
-from ..core.rules import UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
+from ..core.rules import batch_rules, jvp_rules
 from ..core.trace import Primitive, Tracer
 from ..higher_order._common import concrete, split_counts
 from ..ir.codegen import runner
@@ -54,6 +53,8 @@ from ..ir.jaxpr import ClosedJaxpr
 from ..ir.staging import closure_convert, trace_to_jaxpr
 from ..lax import custom_root, while_loop
 from ..primitives import batching
+from ._solutions import Convergence, solution_p
+from .sparse.linalg import derivative_solver
 
 __all__ = ["root", "fixed_point", "minimize", "least_squares", "DENSE_LIMIT"]
 
@@ -138,69 +139,14 @@ jvp_rules[scipy_solve_p] = _scipy_solve_jvp
 batch_rules[scipy_solve_p] = _scipy_solve_batch
 
 
-# --- a solution that may not be one ----------------------------------------------------------
+# --- a solution that may not be one (fgrad/scipy/_solutions.py) --------------------------------
 
 
-def _solution_aval(x: ShapedArray, success: ShapedArray, *, name: str) -> ShapedArray:
-    return x
-
-
-# The solution x, unchanged; its tangent goes through scipy_solution_tangent, which warns
-# when the solver did not converge.
-solution_p = Primitive("scipy_solution", lambda x, success, *, name: x, _solution_aval)
-
-
-def _tangent_check_impl(t: Any, success: Any, *, name: str) -> Any:
-    if not np.all(success):
-        warnings.warn(
-            f"fgrad.scipy.optimize.{name}: the solver did not converge (success is False), so its x is not "
-            "a solution and the implicit function theorem gives the derivative of nothing: tighten the "
-            "tolerance or raise the iteration limit (options=...), or check result.success before "
-            "differentiating", RuntimeWarning, stacklevel=2)
-    return t
-
-
-tangent_check_p = Primitive("scipy_solution_tangent", _tangent_check_impl, _solution_aval)
-
-
-def _solution_jvp(primals: list[Any], tangents: list[Any], *, name: str) -> tuple[Any, Any]:
-    x, success = primals
-    t = tangents[0]
-    return solution_p.bind(x, success, name=name), None if t is None else tangent_check_p.bind(t, success,
-                                                                                              name=name)
-
-
-def _tangent_check_jvp(primals: list[Any], tangents: list[Any], *, name: str) -> tuple[Any, Any]:
-    t, success = primals
-    dt = tangents[0]
-    return tangent_check_p.bind(t, success, name=name), None if dt is None else tangent_check_p.bind(
-        dt, success, name=name)
-
-
-def _tangent_check_transpose(ct: Any, t: Any, success: Any, *, name: str) -> list[Any]:
-    if type(success) is UndefinedPrimal:
-        raise TypeError("scipy_solution_tangent is linear in its first operand only")
-    return [tangent_check_p.bind(ct, success, name=name), None]
-
-
-def _pass_through_batch(prim: Primitive) -> Callable[..., tuple[Any, Any]]:
-    def rule(args: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
-        x, success = args
-        if dims[0] is None and dims[1] is not None:  # success of each example, x of all: x for each
-            x = batching.with_batch_axis(x, None, batching.batch_size(args, dims))
-            return prim.bind(x, success, **params), 0
-        return prim.bind(x, success, **params), dims[0]
-
-    return rule
-
-
-jvp_rules[solution_p] = _solution_jvp
-jvp_rules[tangent_check_p] = _tangent_check_jvp
-transpose_rules[tangent_check_p] = _tangent_check_transpose
-batch_rules[solution_p] = _pass_through_batch(solution_p)
-batch_rules[tangent_check_p] = _pass_through_batch(tangent_check_p)
-# SciPy solves on NumPy's arrays: another library's raises NotImplementedError (no rule for it).
-generic_impls.update((solution_p, tangent_check_p))
+def _convergence(name: str) -> Convergence:
+    return Convergence(f"fgrad.scipy.optimize.{name}", (
+        "the solver did not converge (success is False), so its x is not a solution and the implicit "
+        "function theorem gives the derivative of nothing: tighten the tolerance or raise the iteration "
+        "limit (options=...), or check result.success before differentiating"))
 
 
 # --- staging the user's functions -----------------------------------------------------------
@@ -269,73 +215,10 @@ def _dense_solve(g: Callable[[Any], Any], y: Any) -> Any:
     return fnp.reshape(fnp.linalg.solve(matrix, fnp.ravel(y)), shape)
 
 
-def _cg(g: Callable[[Any], Any], y: Any, tol: float = 1e-14, maxiter: int | None = None) -> Any:
-    """g(x) = y for a symmetric positive definite linear g, by conjugate gradients."""
-    n = int(np.prod(get_aval(y).shape))
-    limit = 10 * n if maxiter is None else maxiter
-    bound = (tol * fnp.sqrt(fnp.sum(y * y))) ** 2
-
-    def go_on(c: tuple[Any, ...]) -> Any:
-        _, r, _, rr, k = c
-        return (rr > bound) & (k < limit)
-
-    def step(c: tuple[Any, ...]) -> tuple[Any, ...]:
-        x, r, p, rr, k = c
-        gp = g(p)
-        alpha = rr / fnp.sum(p * gp)
-        x, r = x + alpha * p, r - alpha * gp
-        rr1 = fnp.sum(r * r)
-        return x, r, r + (rr1 / rr) * p, rr1, k + 1
-
-    x0 = fnp.zeros_like(y)
-    return while_loop(go_on, step, (x0, y, y, fnp.sum(y * y), 0))[0]
-
-
-def _gmres(g: Callable[[Any], Any], y: Any, tol: float = 1e-14, restart: int = 50,
-           maxiter: int | None = None) -> Any:
-    """g(x) = y for a linear g, by restarted GMRES (modified Gram-Schmidt, least squares
-    on the Hessenberg matrix by fgrad.numpy.linalg.lstsq)."""
-    shape = get_aval(y).shape
-    n = int(np.prod(shape))
-    m = min(restart, n)
-    limit = max(1, 10 * n // m) if maxiter is None else maxiter
-    b = fnp.ravel(y)
-    bound = tol * fnp.sqrt(fnp.sum(b * b))
-
-    def matvec(v: Any) -> Any:
-        return fnp.ravel(g(fnp.reshape(v, shape)))
-
-    def cycle(x: Any) -> Any:
-        r = b - matvec(x)
-        beta = fnp.sqrt(fnp.sum(r * r))
-        basis = fnp.at(fnp.zeros((m + 1, n)))[0].set(r / fnp.where(beta > 0, beta, 1.0))
-        h = fnp.zeros((m + 1, m))
-        for j in range(m):  # a fixed number of Arnoldi steps (m is static)
-            w = matvec(basis[j])
-            for i in range(j + 1):
-                hij = fnp.sum(w * basis[i])
-                h = fnp.at(h)[i, j].set(hij)
-                w = w - hij * basis[i]
-            norm = fnp.sqrt(fnp.sum(w * w))
-            h = fnp.at(h)[j + 1, j].set(norm)
-            basis = fnp.at(basis)[j + 1].set(w / fnp.where(norm > 1e-300, norm, 1.0))
-        e1 = fnp.at(fnp.zeros(m + 1))[0].set(beta)
-        coef = fnp.linalg.lstsq(h, e1, rcond=None)[0]
-        return x + coef @ basis[:m]
-
-    def go_on(c: tuple[Any, Any]) -> Any:
-        x, k = c
-        r = b - matvec(x)
-        return (fnp.sqrt(fnp.sum(r * r)) > bound) & (k < limit)
-
-    x = while_loop(go_on, lambda c: (cycle(c[0]), c[1] + 1), (fnp.zeros(n), 0))[0]
-    return fnp.reshape(x, shape)
-
-
 def _tangent_solve(size: int, symmetric: bool) -> Callable[[Callable[[Any], Any], Any], Any]:
     if size <= DENSE_LIMIT:
         return _dense_solve
-    return _cg if symmetric else _gmres
+    return derivative_solver(symmetric)
 
 
 def _implicit(name: str, condition: Callable[[Any], Any], x0: Any, scipy_call: Callable[[Any], list[Any]],
@@ -349,7 +232,7 @@ def _implicit(name: str, condition: Callable[[Any], Any], x0: Any, scipy_call: C
 
     size = int(np.prod(_aval(x0).shape))
     x, aux = custom_root(condition, x0, solve, _tangent_solve(size, symmetric), has_aux=True)
-    return solution_p.bind(x, aux[0], name=name), [x, *aux]
+    return solution_p.bind(x, aux[0], check=_convergence(name)), [x, *aux]
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -518,7 +401,7 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Any = (), xtol: float =
         known = _known(done)
         if known is not None and not known:
             raise RuntimeError(f"Failed to converge after {maxiter} iterations, value is {_known(x)}")
-        return solution_p.bind(x, done, name="fixed_point")
+        return solution_p.bind(x, done, check=_convergence("fixed_point"))
     so = _scipy_optimize()
 
     def run(calls: list[Callable[..., list[Any]]], x: np.ndarray) -> tuple[Any, Any]:

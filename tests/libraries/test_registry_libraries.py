@@ -41,6 +41,7 @@ LIBRARIES = {  # name -> (the library's name in fgrad's messages, NumPy -> libra
 # library ("all": every transform that applies to it). Regenerate with
 # `python -m tests.libraries.test_registry_libraries` when rules are added.
 NOT_ON_STRICT: dict[str, str] = {
+    'scipy_linear_operator': 'all',
     'scipy_solution': 'all',
     'scipy_solution_tangent': 'all',
     'scipy_solve': 'all',
@@ -104,6 +105,7 @@ NOT_ON_STRICT: dict[str, str] = {
     'zeta': 'all',
 }
 NOT_ON_DASK: dict[str, str] = {
+    'scipy_linear_operator': 'all',
     'scipy_solution': 'all',
     'scipy_solution_tangent': 'all',
     'scipy_solve': 'all',
@@ -279,6 +281,7 @@ NUMPY_ONLY: dict[str, str] = {
     "pivots_to_permutation": "LAPACK's pivots come from lu_factor, NumPy only",
     "random_bits": "fgrad's keys and bits are NumPy's (threefry on uint32 words)",
     "scipy_solve": "SciPy's solvers run on NumPy's arrays",
+    "scipy_linear_operator": "SciPy's LinearOperators and sparse matrices apply to NumPy's arrays",
     "random_fold_in": "fgrad's keys and bits are NumPy's (threefry on uint32 words)",
     "random_gamma": "fgrad's keys and bits are NumPy's (threefry on uint32 words)",
 }
