@@ -50,9 +50,9 @@ from ...core.avals import get_aval
 from ...core.optional import require
 from ...core.rules import LINEAR, batch_rules, jvp_rules, transpose_rules
 from ...core.trace import Primitive, Tracer
-from ...debug import _Named, debug_callback_p
+from ...higher_order._common import concrete
+from ...higher_order.effects import Named, debug_callback_p
 from ...lax import cond, custom_linear_solve, while_loop
-from ...lax._common import concrete
 from ...primitives import batching
 from .._solutions import Convergence, solution_p, tangent_check_p
 
@@ -414,7 +414,7 @@ def _solve(name: str, iterations: Callable[..., tuple[Any, Any]], A: Any, b: Any
     a_matvec = _flat_matvec(A, a_function, shape, dtype, name, "A")
     m_matvec = (lambda v: v) if M is None else _flat_matvec(M, m_function, shape, dtype, name, "M")
     b_norm = _norm(b)  # the scale of atol in the solves of derivatives
-    reporter = None if callback is None else _Named(_marked(callback, shape if callback_type == "x" else ()))
+    reporter = None if callback is None else Named(_marked(callback, shape if callback_type == "x" else ()))
     if reporter is not None:
         reporter.name = getattr(callback, "__name__", "callback")
 
