@@ -311,10 +311,11 @@ def _shift(x: Any, axis: Axis, masked: bool) -> Any:
     derivative (the results do not depend on it). Where entries are masked out
     (made -inf), a row with no finite maximum is shifted by 0 instead, so that
     its exp is 0, not nan."""
-    x_max = fnp.max(x, axis, keepdims=True, initial=-np.inf)
+    # Taken of x without its derivative, so no transform works on the maximum's.
+    x_max = fnp.max(ew.stop_gradient(x), axis, keepdims=True, initial=-np.inf)
     if masked:
         x_max = fnp.where(fnp.isfinite(x_max), x_max, 0.0)
-    return ew.stop_gradient(x_max)
+    return x_max
 
 
 def _total(e: Any, axis: Axis, masked: bool) -> Any:
