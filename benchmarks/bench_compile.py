@@ -1,7 +1,7 @@
 """Compile speed of fgrad.jit (issue 24): milliseconds per equation of each phase.
 
 The first call of `jit(f)` and of `jit(grad(f))` traces the function into a
-jaxpr, optimises it (the passes of `fgrad.ir.passes.optimize_jaxpr`) and
+jaxpr, optimises it (the passes of `fgrad.compiler.optimize_jaxpr`) and
 generates and compiles its Python code. Target: all of it in <= 0.1 ms per
 traced equation, and linear in the size of the program, so the figure stays
 flat from 1,000 to 10,000 operations. Four programs of N operations:
@@ -45,8 +45,9 @@ import fgrad
 import fgrad.nn
 import fgrad.numpy as fnp
 from fgrad import lax
+from fgrad.compiler import pipeline
 from fgrad.config import config
-from fgrad.ir import codegen, passes
+from fgrad.ir import codegen
 from fgrad.ir.jaxpr import sub_jaxprs
 
 jit_module = sys.modules["fgrad.api.jit"]  # (fgrad.api.jit is also the function's name)
@@ -151,7 +152,7 @@ PROGRAMS: dict[str, Callable[[int], tuple[Callable[[Any], Any], Any]]] = {
 }
 PASSES = [p for p in ["rewritten", "inline_calls", "unroll_small_arrays", "fold_constants", "simplify_jaxpr",
                       "identity_products", "summed_products", "sliced_products", "cse_jaxpr",
-                      "dce_closed_jaxpr"] if hasattr(passes, p)]  # those optimize_jaxpr runs
+                      "dce_closed_jaxpr"] if hasattr(pipeline, p)]  # those optimize_jaxpr runs
 
 
 class Timers:
@@ -188,7 +189,7 @@ def timed_phases(timers: Timers) -> Iterator[None]:
         setattr(module, attr, timers.wrap(name, getattr(module, attr, None) or getattr(builtins, attr)))
 
     for p in PASSES:
-        patch(passes, p, p)
+        patch(pipeline, p, p)
     patch(jit_module, "compile_jaxpr", "codegen")
     patch(codegen, "compile", "compile")  # codegen's calls of the builtin
     try:

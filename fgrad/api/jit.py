@@ -31,6 +31,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from ..compiler import optimize_jaxpr
 from ..config import config
 from ..core import fp_warnings
 from ..core.avals import ShapedArray, get_aval
@@ -40,7 +41,6 @@ from ..core.trace import EVAL_TRACE, Tracer, ctx, tracing
 from ..higher_order.jit import jit_p
 from ..ir.codegen import compile_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
-from ..ir.passes import optimize_jaxpr
 from ..ir.staging import StagingTrace, closure_convert
 from .arguments import flatten_fun, fun_name, leaf_names, to_input, to_output
 from .devices import check_backend, check_device

@@ -92,6 +92,7 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 __all__ = [
     "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
     "emit_rules", "out_rules", "float_rules", "block_rules", "unroll_rules", "jit_rewrites", "effectful",
+    "commutative",
     "LARGE_ARRAY_BYTES", "checked_int64",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -106,9 +107,11 @@ float_rules: dict[Primitive, Callable[..., str | None]] = {}
 block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
 unroll_rules: dict[Primitive, Callable[..., Any]] = {}
 # jit's rewrite of one equation of a primitive (a loop's work moved out of it): the
-# equations to put in its place, or None to keep it (applied by ir.passes.optimize_jaxpr).
+# equations to put in its place, or None to keep it (applied by compiler.pipeline.optimize_jaxpr).
 jit_rewrites: dict[Primitive, Callable[[Any], list[Any] | None]] = {}
 effectful: set[Primitive] = set()
+# Primitives of two operands that may be swapped: CSE takes `add a b` and `add b a` for one.
+commutative: set[Primitive] = set()
 
 
 def checked_int64(n: int) -> int:

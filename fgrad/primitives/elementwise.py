@@ -30,6 +30,7 @@ from ..core.libraries import elementwise_impls, library_rules
 from ..core.rules import (
     JVPFactors,
     UndefinedPrimal,
+    commutative,
     emit_rules,
     float_rules,
     jvp_rules,
@@ -320,6 +321,7 @@ mul_p: Primitive = elementwise(
     "mul", np.multiply, lambda ans, x, y: y, lambda ans, x, y: x,
     impl=_operator_impl(operator.mul, np.multiply),
 )
+commutative.update((add_p, mul_p))
 
 
 def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:

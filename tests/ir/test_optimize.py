@@ -10,21 +10,14 @@ from hypothesis import strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
+from fgrad.compiler import optimize_jaxpr
+from fgrad.compiler.rewrites import identity_products, simplify_jaxpr, sliced_products, summed_products
 from fgrad.core.avals import ShapedArray
 from fgrad.core.trace import Primitive
 from fgrad.ir.check import check_jaxpr
 from fgrad.ir.evaluate import eval_jaxpr
 from fgrad.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from fgrad.ir.passes import (
-    cse_jaxpr,
-    dce_closed_jaxpr,
-    fold_constants,
-    identity_products,
-    optimize_jaxpr,
-    simplify_jaxpr,
-    sliced_products,
-    summed_products,
-)
+from fgrad.ir.passes import cse_jaxpr, dce_closed_jaxpr, fold_constants
 from fgrad.primitives.elementwise import (
     add_p,
     convert_element_type_p,
@@ -649,7 +642,7 @@ def test_optimize_of_gradients_computes_what_they_did(shape, seed):
 
 
 def test_inline_calls_splices_nested_jits_with_fresh_variables():
-    from fgrad.ir.passes import inline_calls
+    from fgrad.compiler.pipeline import inline_calls
 
     inner = fgrad.jit(lambda x, y: (fnp.sin(x) * y, x))
     # the same inner jaxpr twice, and a jit inside a jit
@@ -666,7 +659,7 @@ def test_inline_calls_splices_nested_jits_with_fresh_variables():
 
 
 def test_inline_calls_keeps_checkpoint_and_brings_constants_along():
-    from fgrad.ir.passes import inline_calls
+    from fgrad.compiler.pipeline import inline_calls
 
     c = np.arange(3.0)
     closed = fgrad.make_jaxpr(lambda x: fgrad.checkpoint(fnp.sin)(fgrad.jit(lambda x: x * c)(x)))(np.ones(3))
@@ -773,11 +766,11 @@ def test_summed_products_leave_terms_read_elsewhere_and_mixed_dtypes():
 
 
 def test_summed_products_leave_stacks_too_large_to_copy(monkeypatch):
-    import fgrad.ir.passes as passes
+    import fgrad.compiler.rewrites as rewrites
 
     hs = np.ones((5, 2, 3))
     closed = fgrad.make_jaxpr(lambda hs: _chain([hs[i].T @ hs[i] for i in range(5)]))(hs)
-    monkeypatch.setattr(passes, "STACK_MAX_ELEMENTS", 5 * 2 * 3 * 2 - 1)
+    monkeypatch.setattr(rewrites, "STACK_MAX_ELEMENTS", 5 * 2 * 3 * 2 - 1)
     assert summed_products(closed) is closed
 
 

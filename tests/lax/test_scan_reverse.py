@@ -167,7 +167,7 @@ def test_jit_moves_the_work_only_the_ys_need_after_the_loop():
 def test_work_whose_results_would_take_much_more_memory_than_the_xs_stays_in_the_loop():
     xs = np.linspace(0.0, 1.0, 20 * 30).reshape(20, 30)
     f = fgrad.jit(lambda xs: lax.scan(lambda c, x: (c + fnp.sum(fnp.outer(x, x) * c), None), 1.0, xs)[0])
-    from fgrad.ir.passes import optimize_jaxpr
+    from fgrad.compiler import optimize_jaxpr
 
     optimized = optimize_jaxpr(fgrad.make_jaxpr(f)(xs))
     shapes = [v.aval.shape for e in optimized.jaxpr.eqns for v in e.outvars]
