@@ -38,6 +38,7 @@ from .operands import (
     check_no_out,
     concrete_value,
     normalize_axes,
+    numpy_when_eager,
     operand,
     shape_of,
     static_argument,
@@ -174,10 +175,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> 
     return out
 
 
+@numpy_when_eager(np.copy)
 def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Array:
     """numpy.copy: an array with the same values (traced values are immutable: no copy needed)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]
     x = operand(a)
     return x.copy() if isinstance(x, np.ndarray) else x
 
@@ -221,11 +221,10 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, out: None = N
     return xs[0] if len(xs) == 1 else shapes.concatenate(*xs, axis=axis)
 
 
+@numpy_when_eager(np.stack)
 def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, *, dtype: Any = None,
           casting: str = "same_kind") -> Array:
     """numpy.stack: join arrays of the same shape along a new axis."""
-    if ctx.trace is EVAL_TRACE:
-        return np.stack(arrays, axis=axis, out=out, dtype=dtype, casting=casting)  # type: ignore[call-overload]
     xs = [operand(a) for a in arrays]
     if not xs:
         raise ValueError("need at least one array to stack")
@@ -236,6 +235,7 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None, *, dtype
     return concatenate([expand_dims(x, axis) for x in xs], axis, out, dtype, casting)
 
 
+@numpy_when_eager(np.hstack)
 def hstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
     """numpy.hstack: concatenate along the second axis (the first, for 1-d arrays).
 
@@ -243,13 +243,12 @@ def hstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_
     >>> fnp.hstack([np.ones(2), np.zeros(1)])
     array([1., 1., 0.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.hstack(tup, dtype=dtype, casting=casting)  # type: ignore[call-overload]
     xs = [atleast_1d(a) for a in tup]
     axis = 0 if xs and len(shape_of(xs[0])) == 1 else 1
     return concatenate(xs, axis, dtype=dtype, casting=casting)
 
 
+@numpy_when_eager(np.vstack)
 def vstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_kind") -> Array:
     """numpy.vstack: concatenate along the first axis, 1-d arrays (N,) taken as rows (1, N).
 
@@ -257,11 +256,10 @@ def vstack(tup: Sequence[ArrayLike], *, dtype: Any = None, casting: str = "same_
     >>> fnp.vstack([np.ones(2), np.zeros(2)]).shape
     (2, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.vstack(tup, dtype=dtype, casting=casting)  # type: ignore[call-overload]
     return concatenate([atleast_2d(a) for a in tup], 0, dtype=dtype, casting=casting)
 
 
+@numpy_when_eager(np.dstack)
 def dstack(tup: Sequence[ArrayLike]) -> Array:
     """numpy.dstack: concatenate along the third axis (as atleast_3d shapes them).
 
@@ -269,11 +267,10 @@ def dstack(tup: Sequence[ArrayLike]) -> Array:
     >>> fnp.dstack([np.ones(2), np.zeros(2)]).shape
     (1, 2, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.dstack(tup)
     return concatenate([atleast_3d(a) for a in tup], 2)
 
 
+@numpy_when_eager(np.column_stack)
 def column_stack(tup: Sequence[ArrayLike]) -> Array:
     """numpy.column_stack: 1-d arrays as columns (N, 1), then concatenate along the second axis.
 
@@ -281,8 +278,6 @@ def column_stack(tup: Sequence[ArrayLike]) -> Array:
     >>> fnp.column_stack([np.ones(2), np.zeros(2)]).shape
     (2, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.column_stack(tup)
     columns = []
     for a in tup:
         x = operand(a)
@@ -372,6 +367,7 @@ def _pad_constant(x: Any, widths: list[tuple[int, int]], constant_values: ArrayL
     return x
 
 
+@numpy_when_eager(np.pad)
 def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
     """numpy.pad with modes 'constant' (`constant_values`, which may be traced), 'edge',
     'reflect', 'symmetric' (reflect_type 'even'), 'wrap' and 'empty' (filled with zeros).
@@ -380,8 +376,6 @@ def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", **kwargs: Any)
     >>> fnp.pad(np.array([1.0, 2.0]), (1, 2), mode="edge")
     array([1., 1., 2., 2., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.pad(array, pad_width, mode=mode, **kwargs)  # type: ignore[call-overload]
     x = operand(array)
     shape = shape_of(x)
     widths = _pad_pairs(static_argument(pad_width, "pad", "pad_width"), len(shape))
@@ -412,6 +406,7 @@ def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", **kwargs: Any)
     return x
 
 
+@numpy_when_eager(np.diag)
 def diag(v: ArrayLike, k: int = 0) -> Array:
     """numpy.diag: a 1-d `v` as the k-th diagonal of a square matrix, or the k-th diagonal
     of a 2-d `v`.
@@ -421,8 +416,6 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     array([[1., 0.],
            [0., 2.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.diag(v, k)
     x = operand(v)
     shape = shape_of(x)
     if len(shape) == 2:
@@ -438,6 +431,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     return shapes.reshape(flat, new_shape=(m, m))
 
 
+@numpy_when_eager(np.diagflat)
 def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """numpy.diagflat: the flattened `v` as the k-th diagonal of a square matrix.
 
@@ -445,8 +439,6 @@ def diagflat(v: ArrayLike, k: int = 0) -> Array:
     >>> fnp.diagflat(np.ones((1, 2))).shape
     (2, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.diagflat(v, k)
     return diag(ravel(v), k)
 
 
@@ -454,6 +446,7 @@ def _triangle(x: Any, keep: np.ndarray) -> Any:
     return ew.where(keep, x, np.zeros((), get_aval(x).dtype))
 
 
+@numpy_when_eager(np.tril)
 def tril(m: ArrayLike, k: int = 0) -> Array:
     """numpy.tril: zeros above the k-th diagonal of the last two axes.
 
@@ -462,12 +455,11 @@ def tril(m: ArrayLike, k: int = 0) -> Array:
     array([[1., 0.],
            [1., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.tril(m, k)
     x = operand(m)
     return _triangle(x, np.tri(*shape_of(x)[-2:], k=k, dtype=bool))  # type: ignore[call-overload]
 
 
+@numpy_when_eager(np.triu)
 def triu(m: ArrayLike, k: int = 0) -> Array:
     """numpy.triu: zeros below the k-th diagonal of the last two axes.
 
@@ -476,8 +468,6 @@ def triu(m: ArrayLike, k: int = 0) -> Array:
     array([[1., 1.],
            [0., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.triu(m, k)
     x = operand(m)
     return _triangle(x, ~np.tri(*shape_of(x)[-2:], k=k - 1, dtype=bool))  # type: ignore[call-overload]
 
@@ -648,6 +638,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     return astype(result, out_dtype)
 
 
+@numpy_when_eager(np.vander)
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """numpy.vander: the Vandermonde matrix, columns the powers of `x` (decreasing by default).
 
@@ -656,8 +647,6 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
     array([[4., 2., 1.],
            [9., 3., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.vander(x, N, increasing)
     v = np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
     shape = shape_of(v)
     if len(shape) != 1:

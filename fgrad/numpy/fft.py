@@ -24,11 +24,11 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from ..core.trace import EVAL_TRACE, Tracer, ctx
+from ..core.trace import Tracer
 from ..primitives import elementwise as ew
 from ..primitives import fft as fp
 from . import shaping
-from .operands import Array, ArrayLike, check_no_out, operand, shape_of, static_argument
+from .operands import Array, ArrayLike, check_no_out, numpy_when_eager, operand, shape_of, static_argument
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
@@ -69,6 +69,7 @@ def _lengths_and_axes(shape: tuple[int, ...], s: Any, axes: Any, inverse_real: b
                       ) -> tuple[list[int | None], list[int]]:
     """NumPy's lengths and axes of an n-d transform (its `_cook_nd_args`, warnings
     included): None in the lengths is a 1-d transform's default."""
+    # The warnings are the caller's: past _n_d, fftn (say) and numpy_when_eager's frame.
     ndim = len(shape)
     if axes is not None:
         axes = [_axis(a, ndim) for a in axes]
@@ -81,7 +82,7 @@ def _lengths_and_axes(shape: tuple[int, ...], s: Any, axes: Any, inverse_real: b
                 "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future "
                 "version of NumPy, this will raise an error and `s[i]` will correspond to the size along "
                 "the transformed axis specified by `axes[i]`. To retain current behaviour, pass a sequence "
-                "[0, ..., k-1] to `axes` for an array of dimension k.", DeprecationWarning, stacklevel=4)
+                "[0, ..., k-1] to `axes` for an array of dimension k.", DeprecationWarning, stacklevel=5)
     if axes is None:
         axes = [_axis(a, ndim) for a in range(-len(lengths), 0)]
     if len(lengths) != len(axes):
@@ -93,7 +94,7 @@ def _lengths_and_axes(shape: tuple[int, ...], s: Any, axes: Any, inverse_real: b
             "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will raise an "
             "error in a future version of NumPy. To use the default behaviour of the corresponding 1-D "
             "transform, pass the value matching the default for its `n` parameter. To use the default "
-            "behaviour for every axis, the `s` argument can be omitted.", DeprecationWarning, stacklevel=4)
+            "behaviour for every axis, the `s` argument can be omitted.", DeprecationWarning, stacklevel=5)
     return [shape[a] if n == -1 else n for n, a in zip(lengths, axes)], axes
 
 
@@ -160,6 +161,7 @@ def _n_d(fft_type: str, name: str, a: ArrayLike, s: Sequence[int] | None, axes: 
 # --- one axis ------------------------------------------------------------------------------
 
 
+@numpy_when_eager(np.fft.fft)
 def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
         out: Any = None) -> Array:
     """numpy.fft.fft: the discrete Fourier transform along `axis`, the input cut or
@@ -168,11 +170,10 @@ def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> fft(np.array([1.0, 0.0, 0.0, 0.0]))
     array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.fft(a, n, axis, norm, out)
     return _one_d("fft", "fft", a, n, axis, _norm(norm), out)
 
 
+@numpy_when_eager(np.fft.ifft)
 def ifft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
          out: Any = None) -> Array:
     """numpy.fft.ifft: the inverse discrete Fourier transform along `axis`.
@@ -180,11 +181,10 @@ def ifft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> ifft(np.array([4.0, 0.0, 0.0, 0.0]))
     array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.ifft(a, n, axis, norm, out)
     return _one_d("ifft", "ifft", a, n, axis, _norm(norm), out)
 
 
+@numpy_when_eager(np.fft.rfft)
 def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
          out: Any = None) -> Array:
     """numpy.fft.rfft: the transform of a real signal, its n // 2 + 1 non-negative frequencies.
@@ -192,11 +192,10 @@ def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> rfft(np.array([1.0, 1.0, 1.0, 1.0]))
     array([4.+0.j, 0.+0.j, 0.+0.j])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.rfft(a, n, axis, norm, out)
     return _one_d("rfft", "rfft", a, n, axis, _norm(norm), out)
 
 
+@numpy_when_eager(np.fft.irfft)
 def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
           out: Any = None) -> Array:
     """numpy.fft.irfft: the real signal of length `n` (default 2 * (m - 1)) whose rfft
@@ -205,11 +204,10 @@ def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> irfft(np.array([4.0, 0.0, 0.0]))
     array([1., 1., 1., 1.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.irfft(a, n, axis, norm, out)
     return _one_d("irfft", "irfft", a, n, axis, _norm(norm), out)
 
 
+@numpy_when_eager(np.fft.hfft)
 def hfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
          out: Any = None) -> Array:
     """numpy.fft.hfft: the (real) transform of a signal with Hermitian symmetry, given
@@ -218,11 +216,10 @@ def hfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> hfft(np.array([1.0, 0.0, 0.0]))
     array([1., 1., 1., 1.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.hfft(a, n, axis, norm, out)
     return _one_d("irfft", "hfft", ew.conj(operand(a)), n, axis, _swapped(norm), out)
 
 
+@numpy_when_eager(np.fft.ihfft)
 def ihfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
           out: Any = None) -> Array:
     """numpy.fft.ihfft: the inverse of hfft, the conjugate of rfft scaled the other way.
@@ -230,14 +227,13 @@ def ihfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     >>> ihfft(np.array([1.0, 1.0, 1.0, 1.0]))
     array([1.-0.j, 0.-0.j, 0.-0.j])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.ihfft(a, n, axis, norm, out)
     return ew.conj(_one_d("rfft", "ihfft", a, n, axis, _swapped(norm), out))
 
 
 # --- several axes --------------------------------------------------------------------------
 
 
+@numpy_when_eager(np.fft.fftn)
 def fftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.fftn: the transform over `axes` (all by default), each cut or padded to `s`.
@@ -246,11 +242,10 @@ def fftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | Non
     array([[4.+0.j, 0.+0.j],
            [0.+0.j, 0.+0.j]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.fftn(a, s, axes, norm, out)
     return _n_d("fft", "fftn", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.ifftn)
 def ifftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.ifftn: the inverse transform over `axes` (all by default).
@@ -259,11 +254,10 @@ def ifftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | No
     array([[1., 1.],
            [1., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.ifftn(a, s, axes, norm, out)
     return _n_d("ifft", "ifftn", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.rfftn)
 def rfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.rfftn: the transform of a real array, halved along the last of `axes`.
@@ -271,11 +265,10 @@ def rfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | No
     >>> rfftn(np.ones((2, 2))).shape
     (2, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.rfftn(a, s, axes, norm, out)
     return _n_d("rfft", "rfftn", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.irfftn)
 def irfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.irfftn: the real array of shape `s` whose rfftn is `a`.
@@ -284,11 +277,10 @@ def irfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | N
     array([[1., 1.],
            [1., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.irfftn(a, s, axes, norm, out)
     return _n_d("irfft", "irfftn", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.fft2)
 def fft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
          norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.fft2: fftn over the last two axes.
@@ -296,11 +288,10 @@ def fft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | Non
     >>> fft2(np.ones((2, 2)))[0, 0]
     np.complex128(4+0j)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.fft2(a, s, axes, norm, out)
     return _n_d("fft", "fft2", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.ifft2)
 def ifft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
           norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.ifft2: ifftn over the last two axes.
@@ -308,11 +299,10 @@ def ifft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | No
     >>> ifft2(np.full((2, 2), 4.0))[0, 0]
     np.complex128(4+0j)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.ifft2(a, s, axes, norm, out)
     return _n_d("ifft", "ifft2", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.rfft2)
 def rfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
           norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.rfft2: rfftn over the last two axes.
@@ -320,11 +310,10 @@ def rfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | No
     >>> rfft2(np.ones((2, 4))).shape
     (2, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.rfft2(a, s, axes, norm, out)
     return _n_d("rfft", "rfft2", a, s, axes, norm, out)
 
 
+@numpy_when_eager(np.fft.irfft2)
 def irfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
            norm: Norm = None, out: Any = None) -> Array:
     """numpy.fft.irfft2: irfftn over the last two axes.
@@ -332,8 +321,6 @@ def irfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | N
     >>> irfft2(np.ones((2, 3))).shape
     (2, 4)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.irfft2(a, s, axes, norm, out)
     return _n_d("irfft", "irfft2", a, s, axes, norm, out)
 
 
@@ -349,27 +336,25 @@ def _shifts(shape: tuple[int, ...], axes: int | Sequence[int] | None, sign: int)
     return [sign * (shape[a] // 2) for a in axes], axes
 
 
+@numpy_when_eager(np.fft.fftshift)
 def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """numpy.fft.fftshift: the zero frequency moved to the centre (a roll of each axis by half).
 
     >>> fftshift(np.fft.fftfreq(4))
     array([-0.5 , -0.25,  0.  ,  0.25])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.fftshift(x, axes)
     x = operand(x)
     shift, axes = _shifts(shape_of(x), axes, 1)
     return shaping.roll(x, shift, axes)
 
 
+@numpy_when_eager(np.fft.ifftshift)
 def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """numpy.fft.ifftshift: the inverse of fftshift (they differ for odd lengths).
 
     >>> ifftshift(np.array([-0.5, -0.25, 0.0, 0.25]))
     array([ 0.  ,  0.25, -0.5 , -0.25])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fft.ifftshift(x, axes)
     x = operand(x)
     shift, axes = _shifts(shape_of(x), axes, -1)
     return shaping.roll(x, shift, axes)

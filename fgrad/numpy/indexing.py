@@ -38,7 +38,7 @@ from ..primitives import gather as dynamic
 from ..primitives import indexing, reductions, shapes
 from ..primitives.indexing import StaticIndex, indexed_shape, stand_in
 from . import ufuncs
-from .operands import Array, ArrayLike, check_no_out, concrete_value, operand, shape_of
+from .operands import Array, ArrayLike, check_no_out, concrete_value, numpy_when_eager, operand, shape_of
 
 __all__ = [
     "take", "take_along_axis", "diagonal", "trace", "at", "nonzero", "argwhere", "flatnonzero",
@@ -356,6 +356,7 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -
     return indexing.getitem(x, idx=StaticIndex(fancy))
 
 
+@numpy_when_eager(np.diagonal)
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """numpy.diagonal: the elements ``a[..., i, i + offset]`` of the plane (axis1, axis2), as
     the last axis of the result.
@@ -364,8 +365,6 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     >>> fnp.diagonal(np.arange(9.0).reshape(3, 3), offset=1)
     array([1., 5.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.diagonal(a, offset, axis1, axis2)
     x = operand(a)
     shape = shape_of(x)
     length = np.diagonal(stand_in(shape), offset, axis1, axis2).shape[-1]  # NumPy's checks and errors
@@ -382,6 +381,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return indexing.getitem(flat, idx=step)
 
 
+@numpy_when_eager(np.trace)
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Array:
     """numpy.trace: the sum along a diagonal (see diagonal); NumPy's sum dtype.
@@ -390,8 +390,6 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: 
     >>> fnp.trace(np.eye(3))
     np.float64(3.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.trace(a, offset, axis1, axis2, dtype, out)
     check_no_out(out, "trace")
     diag = diagonal(a, offset, axis1, axis2)
     if dtype is not None and get_aval(diag).dtype != np.dtype(dtype):
@@ -694,6 +692,7 @@ def _concrete_indices(function: str, a: Any) -> Any:
     )
 
 
+@numpy_when_eager(np.nonzero)
 def nonzero(a: ArrayLike) -> tuple[Array, ...]:
     """numpy.nonzero: the indices of the elements that are not zero, one array per axis
     (needs concrete values).
@@ -701,8 +700,6 @@ def nonzero(a: ArrayLike) -> tuple[Array, ...]:
     >>> nonzero([[0.0, 1.5], [2.0, 0.0]])
     (array([0, 1]), array([1, 0]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.nonzero(a)
     a = _concrete_indices("nonzero", a)
     if np.ndim(a) == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
@@ -711,6 +708,7 @@ def nonzero(a: ArrayLike) -> tuple[Array, ...]:
     return np.nonzero(a)
 
 
+@numpy_when_eager(np.argwhere)
 def argwhere(a: ArrayLike) -> Array:
     """numpy.argwhere: the indices of the non-zero elements, one row each (needs concrete values).
 
@@ -718,19 +716,16 @@ def argwhere(a: ArrayLike) -> Array:
     array([[0, 1],
            [1, 0]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.argwhere(a)
     return np.argwhere(_concrete_indices("argwhere", a))
 
 
+@numpy_when_eager(np.flatnonzero)
 def flatnonzero(a: ArrayLike) -> Array:
     """numpy.flatnonzero: the indices of the non-zero elements of the flattened array (needs concrete values).
 
     >>> flatnonzero([[0.0, 1.5], [2.0, 0.0]])
     array([1, 2])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.flatnonzero(a)
     return np.flatnonzero(_concrete_indices("flatnonzero", a))
 
 
@@ -740,6 +735,7 @@ def _static(function: str, **arguments: Any) -> dict[str, Any]:
     return {name: static_argument(v, function, name) for name, v in arguments.items()}
 
 
+@numpy_when_eager(np.triu_indices)
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """numpy.triu_indices: the row and column indices of the upper triangle of an (n, m) array
     (static arguments: constants).
@@ -747,11 +743,10 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array
     >>> triu_indices(2)
     (array([0, 0, 1]), array([0, 1, 1]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.triu_indices(n, k, m)
     return np.triu_indices(**_static("triu_indices", n=n, k=k, m=m))
 
 
+@numpy_when_eager(np.tril_indices)
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """numpy.tril_indices: the row and column indices of the lower triangle of an (n, m) array
     (static arguments: constants).
@@ -759,22 +754,20 @@ def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array
     >>> tril_indices(2)
     (array([0, 1, 1]), array([0, 0, 1]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.tril_indices(n, k, m)
     return np.tril_indices(**_static("tril_indices", n=n, k=k, m=m))
 
 
+@numpy_when_eager(np.diag_indices)
 def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
     """numpy.diag_indices: the indices of the main diagonal of an n x n x ... array (a constant).
 
     >>> diag_indices(2)
     (array([0, 1]), array([0, 1]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.diag_indices(n, ndim)
     return np.diag_indices(**_static("diag_indices", n=n, ndim=ndim))
 
 
+@numpy_when_eager(np.indices)
 def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
     """numpy.indices: the grid of indices of an array of shape `dimensions` (a constant).
 
@@ -782,11 +775,10 @@ def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
     array([[0, 1],
            [0, 1]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.indices(dimensions, dtype, sparse)  # type: ignore[call-overload]
     return np.indices(_static("indices", dimensions=dimensions)["dimensions"], dtype, sparse)  # type: ignore[call-overload]
 
 
+@numpy_when_eager(np.ix_)
 def ix_(*args: ArrayLike) -> tuple[Array, ...]:
     """numpy.ix_: the 1-d sequences reshaped to index the cross product of their values (a boolean
     sequence needs concrete values, standing for its non-zero indices).
@@ -795,8 +787,6 @@ def ix_(*args: ArrayLike) -> tuple[Array, ...]:
     (array([[0],
            [1]]), array([[2]]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.ix_(*args)
     from .shaping import reshape
 
     out = []

@@ -26,7 +26,7 @@ from ..primitives import linalg as lin
 from ..primitives import reductions as red
 from ..primitives import shapes
 from . import indexing, products, shaping, sorting
-from .operands import Array, ArrayLike, concrete_value, normalize_axes, operand, shape_of
+from .operands import Array, ArrayLike, concrete_value, normalize_axes, numpy_when_eager, operand, shape_of
 
 __all__ = [
     "norm", "vector_norm", "matrix_norm", "solve", "inv", "pinv", "det", "slogdet", "cholesky", "qr",
@@ -168,6 +168,7 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
     raise ValueError("Invalid norm order for matrices.")
 
 
+@numpy_when_eager(np.linalg.norm)
 def norm(
     x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None, keepdims: bool = False
 ) -> Array:
@@ -179,8 +180,6 @@ def norm(
     >>> norm(np.array([3.0, 4.0]))
     np.float64(5.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
     x = operand(x)
     aval = get_aval(x)
     if aval.dtype.kind not in "fc":
@@ -207,6 +206,7 @@ def norm(
     return _keep(out, shape, tuple(sorted(axes)), keepdims)
 
 
+@numpy_when_eager(np.linalg.vector_norm)
 def vector_norm(x: ArrayLike, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
                 ord: Any = 2) -> Array:
     """numpy.linalg.vector_norm: the vector norm over `axis` (all axes by default,
@@ -215,28 +215,26 @@ def vector_norm(x: ArrayLike, /, *, axis: int | Sequence[int] | None = None, kee
     >>> vector_norm(np.ones((2, 2)), ord=1)
     np.float64(4.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)  # type: ignore[arg-type]
     x = _inexact(x)
     shape = shape_of(x)
     axes = normalize_axes(axis, len(shape))
     return _keep(_vector_norm(x, ord, axes), shape, axes, keepdims)
 
 
+@numpy_when_eager(np.linalg.matrix_norm)
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
     """numpy.linalg.matrix_norm: the matrix norm of each matrix of a stack.
 
     >>> matrix_norm(np.eye(2), ord="nuc")
     np.float64(2.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
 # --- solve, inverses, determinants ---------------------------------------------------------
 
 
+@numpy_when_eager(np.linalg.solve)
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """numpy.linalg.solve: x with ``a @ x == b``; `b` is a vector if 1-d, else a
     stack of matrices (..., n, k). Linear in `b`.
@@ -244,8 +242,6 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     >>> solve(2 * np.eye(2), np.array([2.0, 4.0]))
     array([1., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.solve(a, b)
     a, b = _inexact(a), _inexact(b)
     a_shape, b_shape = _check_square(a), shape_of(b)
     if not b_shape:
@@ -262,6 +258,7 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     return dec.solve(a, b)
 
 
+@numpy_when_eager(np.linalg.inv)
 def inv(a: ArrayLike) -> Array:
     """numpy.linalg.inv: the inverse of each matrix of a stack.
 
@@ -269,14 +266,13 @@ def inv(a: ArrayLike) -> Array:
     array([[0.5, 0. ],
            [0. , 0.5]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.inv(a)
     return dec.inv(_inexact(a))
 
 
 _NO_VALUE: Any = np._NoValue  # NumPy's marker for an argument not given
 
 
+@numpy_when_eager(np.linalg.pinv)
 def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NO_VALUE) -> Array:
     """numpy.linalg.pinv: the Moore-Penrose pseudo-inverse, singular values at or
     below ``rcond * largest`` treated as zero (the derivative assumes the rank
@@ -287,8 +283,6 @@ def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False, *, rtol: Any 
     array([[0.5],
            [0. ]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.pinv(a, rcond, hermitian, rtol=rtol)
     a = _inexact(a)
     shape = shape_of(a)
     if len(shape) < 2:
@@ -307,6 +301,7 @@ def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False, *, rtol: Any 
     return dec.pinv(a, rcond=float(rcond), hermitian=bool(hermitian))
 
 
+@numpy_when_eager(np.linalg.det)
 def det(a: ArrayLike) -> Array:
     """numpy.linalg.det: the determinant of each matrix of a stack. Its gradient
     is the transposed adjugate, at singular matrices too.
@@ -314,8 +309,6 @@ def det(a: ArrayLike) -> Array:
     >>> det(2 * np.eye(2))
     np.float64(4.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.det(a)
     return dec.det(_inexact(a))
 
 
@@ -335,6 +328,7 @@ def slogdet(a: ArrayLike) -> SlogdetResult:
 # --- factorizations -----------------------------------------------------------------------
 
 
+@numpy_when_eager(np.linalg.cholesky)
 def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
     """numpy.linalg.cholesky: L with ``a = L @ L.T`` (or U with ``a = U.T @ U``).
     Only the lower (upper) triangle of `a` is read, so that is where the
@@ -344,8 +338,6 @@ def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
     array([[2., 0.],
            [0., 2.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.cholesky(a, upper=upper)
     return dec.cholesky(_inexact(a), upper=bool(upper))
 
 
@@ -389,14 +381,13 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     return EighResult(w, v)
 
 
+@numpy_when_eager(np.linalg.eigvalsh)
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     """numpy.linalg.eigvalsh: the eigenvalues (ascending) of symmetric matrices.
 
     >>> eigvalsh(np.diag([2.0, 1.0]))
     array([1., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.eigvalsh(a, UPLO)  # type: ignore[call-overload]
     return dec.eigvalsh(_inexact(a), UPLO=_uplo(UPLO))
 
 
@@ -432,6 +423,7 @@ def eig(a: ArrayLike) -> EigResult:
     return EigResult(w, v)
 
 
+@numpy_when_eager(np.linalg.eigvals)
 def eigvals(a: ArrayLike) -> Array:
     """numpy.linalg.eigvals: the eigenvalues of square matrices, complex or real
     as with `eig`. The derivative assumes distinct eigenvalues (nan at an
@@ -440,8 +432,6 @@ def eigvals(a: ArrayLike) -> Array:
     >>> eigvals(np.array([[0.0, 1.0], [-1.0, 0.0]]))
     array([0.+1.j, 0.-1.j])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.eigvals(a)
     a = _inexact(a)
     (w,) = _real_if_numpy_would(a, (dec.eigvals(a),))
     return w
@@ -509,6 +499,7 @@ def _concrete_or(value: Any, default: Any) -> Any:
         return default
 
 
+@numpy_when_eager(np.linalg.lstsq)
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> tuple[Array, Array, Any, Array]:
     """numpy.linalg.lstsq: (x, residuals, rank, s), x minimizing ``|b - a @ x|``
     (the least-norm one), computed as ``pinv(a, rcond) @ b``, so that its
@@ -519,8 +510,6 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> tuple[Array
     >>> lstsq(np.array([[1.0], [1.0]]), np.array([1.0, 3.0]))[0]
     array([2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.lstsq(a, b, rcond)
     a, b = _inexact(a), _inexact(b)
     a_shape, b_shape = shape_of(a), shape_of(b)
     if len(a_shape) != 2 or len(b_shape) not in (1, 2):
@@ -546,6 +535,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> tuple[Array
     return x, residuals, rank, s
 
 
+@numpy_when_eager(np.linalg.matrix_power)
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """numpy.linalg.matrix_power: ``a @ a @ ... @ a`` (n times, by repeated
     squaring); the inverse's powers for n < 0, the identity for n = 0.
@@ -554,8 +544,6 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     array([[8., 0.],
            [0., 8.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.matrix_power(a, n)
     a = operand(a)
     shape = _check_square(a)
     try:
@@ -634,6 +622,7 @@ def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None, precision: Any = 
     return result if final == shape else shapes.reshape(result, new_shape=final)
 
 
+@numpy_when_eager(np.linalg.matrix_rank)
 def matrix_rank(A: ArrayLike, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Array:
     """numpy.linalg.matrix_rank: the number of singular values above the
     tolerance (an integer: no derivative); with ``hermitian=True`` the
@@ -642,8 +631,6 @@ def matrix_rank(A: ArrayLike, tol: Any = None, hermitian: bool = False, *, rtol:
     >>> matrix_rank(np.diag([1.0, 0.0]))
     np.int64(1)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.matrix_rank(A, tol, hermitian, rtol=rtol)
     if rtol is not None and tol is not None:
         raise ValueError("`tol` and `rtol` can't be both set.")
     A = _inexact(A)
@@ -666,6 +653,7 @@ def matrix_rank(A: ArrayLike, tol: Any = None, hermitian: bool = False, *, rtol:
     return red.reduce_sum(above, axes=(last,))
 
 
+@numpy_when_eager(np.linalg.cond)
 def cond(x: ArrayLike, p: Any = None) -> Array:
     """numpy.linalg.cond: the condition number ``norm(x, p) * norm(inv(x), p)``;
     for p None, 2 or -2 the ratio of extreme singular values; inf for a
@@ -674,8 +662,6 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     >>> cond(np.diag([1.0, 4.0]))
     np.float64(4.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.cond(x, p)
     x = _inexact(x)
     shape = shape_of(x)
     if math.prod(shape[-2:]) == 0:
@@ -695,6 +681,7 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     return ew.where(ew.isnan(r), ew.where(x_has_nan, r, np.inf), r)
 
 
+@numpy_when_eager(np.linalg.tensorsolve)
 def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """numpy.linalg.tensorsolve: x with ``tensordot(a, x, axes=x.ndim) == b``,
     the axes `axes` of `a` moved to the end first: solve of `a` reshaped to a
@@ -704,8 +691,6 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -
     array([[0.5, 0.5],
            [0.5, 0.5]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.tensorsolve(a, b, axes)
     a, b = _inexact(a), _inexact(b)
     an, bn = len(shape_of(a)), len(shape_of(b))
     if axes is not None:
@@ -728,6 +713,7 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -
     return shapes.reshape(x, new_shape=x_shape)
 
 
+@numpy_when_eager(np.linalg.tensorinv)
 def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     """numpy.linalg.tensorinv: the inverse of `a` seen as a linear map from its
     axes ``ind:`` to its first `ind` axes (the result has the axes ``ind:``
@@ -736,8 +722,6 @@ def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     >>> tensorinv(2 * np.eye(4).reshape(4, 2, 2), ind=1).shape
     (2, 2, 4)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.tensorinv(a, ind)
     a = _inexact(a)
     shape = shape_of(a)
     if not ind > 0:
@@ -804,17 +788,17 @@ def tensordot(x1: ArrayLike, x2: ArrayLike, /, *, axes: int | Sequence[Any] = 2)
     return products.tensordot(x1, x2, axes)
 
 
+@numpy_when_eager(np.linalg.vecdot)
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """numpy.linalg.vecdot: the dot product of vectors along `axis`, broadcast.
 
     >>> vecdot(np.ones((2, 3)), np.ones(3))
     array([3., 3.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload]
     return products.vecdot(x1, x2, axis=axis)
 
 
+@numpy_when_eager(np.linalg.trace)
 def trace(x: ArrayLike, /, *, offset: int = 0, dtype: Any = None) -> Array:
     """numpy.linalg.trace: the trace of each matrix of a stack (fgrad.numpy.trace
     over the last two axes).
@@ -822,11 +806,10 @@ def trace(x: ArrayLike, /, *, offset: int = 0, dtype: Any = None) -> Array:
     >>> trace(np.ones((2, 3, 3)))
     array([3., 3.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.trace(x, offset=offset, dtype=dtype)
     return indexing.trace(x, offset, -2, -1, dtype)
 
 
+@numpy_when_eager(np.linalg.diagonal)
 def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """numpy.linalg.diagonal: the diagonal of each matrix of a stack
     (fgrad.numpy.diagonal over the last two axes).
@@ -834,6 +817,4 @@ def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     >>> diagonal(np.eye(2)[None])
     array([[1., 1.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.linalg.diagonal(x, offset=offset)
     return indexing.diagonal(x, offset, -2, -1)

@@ -1,15 +1,19 @@
 """What fgrad.numpy accepts: the `ArrayLike`/`Array` aliases, conversion of
 operands under a transform, axis normalization, the concrete values of
-arguments that fix a result's shape, and the refusal of `out=`.
+arguments that fix a result's shape, and the refusal of `out=`; and the fast
+path of its functions.
 
 Every public function starts with the fast path: with no transform active
-(`ctx.trace is EVAL_TRACE`) it calls NumPy directly.
+(`ctx.trace is EVAL_TRACE`) it calls NumPy directly. A function whose
+signature is NumPy's own gets it from `numpy_when_eager`; one that checks,
+maps or converts its arguments first writes its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeAlias
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
@@ -17,11 +21,11 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from ..core.avals import get_aval
 from ..core.errors import ConcretizationTypeError
 from ..core.libraries import is_library_array
-from ..core.trace import Tracer, passthrough_types
+from ..core.trace import EVAL_TRACE, Tracer, ctx, passthrough_types, transforming
 
 __all__ = [
     "Array", "ArrayLike", "DIRECT_TYPES", "operand", "normalize_axes", "axes_in_order", "shape_of", "ndim_of",
-    "concrete_value", "static_argument", "check_no_out",
+    "concrete_value", "static_argument", "check_no_out", "numpy_when_eager", "EAGER_NUMPY",
 ]
 
 #: What fgrad.numpy functions return: a NumPy array or scalar, or a tracer
@@ -136,3 +140,37 @@ def check_no_out(out: Any, function: str) -> None:
             f"fgrad.numpy.{function} got out=, which is not supported under a transform: traced "
             "arrays cannot be written to. Use the returned value instead."
         )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Each function made by `numpy_when_eager`, with the NumPy function it calls when no
+#: transform is active.
+EAGER_NUMPY: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def numpy_when_eager(np_fn: Callable[..., Any]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The fast path of an fgrad.numpy function that has `np_fn`'s signature (the same
+    parameters, in the same order, of the same kinds, with the same defaults): with no
+    transform active, `np_fn` called with the caller's arguments as given; under one, the
+    decorated function, which handles traced values only. A wrong call raises what it
+    raised before (Python's TypeError for the same signature, from either function).
+    The decorated function is one frame further from its caller: a warning it issues
+    for the caller's line takes one more stacklevel.
+    """
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        _ctx, _eval, _transforming = ctx, EVAL_TRACE, transforming
+
+        @functools.wraps(fn)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            # No thread transforms (one plain attribute), or not this one (the thread-local).
+            if not _transforming.threads or _ctx.trace is _eval:
+                return np_fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        EAGER_NUMPY[call] = np_fn
+        return call
+
+    return decorate

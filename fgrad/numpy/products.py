@@ -27,7 +27,7 @@ from ..primitives import indexing, linalg, shapes
 from ..primitives import reductions as red
 from ..primitives.indexing import StaticIndex
 from . import ufuncs
-from .operands import Array, ArrayLike, normalize_axes, operand, shape_of, static_argument
+from .operands import Array, ArrayLike, normalize_axes, numpy_when_eager, operand, shape_of, static_argument
 from .shaping import moveaxis
 
 __all__ = [
@@ -221,14 +221,13 @@ def inner(a: ArrayLike, b: ArrayLike, /, *,
     return _tensordot(a, b, (len(a_shape) - 1,), (len(b_shape) - 1,))
 
 
+@numpy_when_eager(np.outer)
 def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """numpy.outer: ``out[i, j] = a.ravel()[i] * b.ravel()[j]``.
 
     >>> outer([1.0, 2.0], [1.0, 10.0, 100.0]).shape
     (2, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.outer(a, b, out)
     _no_out("outer", out)
     a, b = operand(a), operand(b)
     n, m = math.prod(shape_of(a)), math.prod(shape_of(b))
@@ -295,14 +294,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
     return _tensordot(a, b, axes_a, axes_b)
 
 
+@numpy_when_eager(np.kron)
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """numpy.kron: the Kronecker product, blocks of `b` scaled by the elements of `a`.
 
     >>> kron(np.eye(2), np.ones((2, 2))).shape
     (4, 4)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.kron(a, b)
     a, b = operand(a), operand(b)
     a_shape, b_shape = shape_of(a), shape_of(b)
     nd = max(len(a_shape), len(b_shape))
@@ -524,6 +522,7 @@ def _component(x: Any, i: int) -> Any:
     return indexing.getitem(x, idx=StaticIndex((Ellipsis, i)))
 
 
+@numpy_when_eager(np.cross)
 def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Array:
     """numpy.cross: the cross products of vectors of 3 (or, deprecated, 2) components along the axes given.
@@ -531,8 +530,6 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     >>> cross([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
     array([0., 0., 1.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.cross(a, b, axisa, axisb, axisc, axis)
     if axis is not None:
         axisa, axisb, axisc = (axis,) * 3
     a, b = _strong(a), _strong(b)
@@ -546,7 +543,8 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
     if na == 2 or nb == 2:
         warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors "
-                      "instead. (deprecated in NumPy 2.0)", DeprecationWarning, stacklevel=2)
+                      "instead. (deprecated in NumPy 2.0)", DeprecationWarning,
+                      stacklevel=3)  # the caller's line, past numpy_when_eager's frame
     shape = np.broadcast_shapes(shape_of(a)[:-1], shape_of(b)[:-1])
     a0, a1, b0, b1 = _component(a, 0), _component(a, 1), _component(b, 0), _component(b, 1)
     mul, sub = ufuncs.multiply, ufuncs.subtract
@@ -568,14 +566,13 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     return moveaxis(shapes.concatenate(*columns, axis=len(shape)), -1, axisc)
 
 
+@numpy_when_eager(np.polyval)
 def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     """numpy.polyval: the polynomial with coefficients `p` (highest power first) at `x`, by Horner's rule.
 
     >>> polyval([1.0, 0.0, -1.0], 3.0)
     np.float64(8.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.polyval(p, x)
     p, x = _strong(p), _strong(x)
     if not shape_of(p):
         raise TypeError("iteration over a 0-d array")
@@ -621,20 +618,20 @@ def _mode(mode: Any) -> str:
         raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})") from None
 
 
+@numpy_when_eager(np.convolve)
 def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """numpy.convolve: the discrete linear convolution of two 1-d sequences, mode 'full', 'same' or 'valid'.
 
     >>> convolve([1.0, 2.0, 3.0], [0.0, 1.0, 0.5])
     array([0. , 1. , 2.5, 4. , 1.5])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.convolve(a, v, mode)  # type: ignore[call-overload]
     a, v = _vector(a, "a"), _vector(v, "v")
     if shape_of(v)[0] > shape_of(a)[0]:
         a, v = v, a
     return _convolve_long(a, v, _mode(mode))
 
 
+@numpy_when_eager(np.correlate)
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     """numpy.correlate: the cross-correlation ``sum_n a[n + k] * conj(v[n])`` of two 1-d sequences,
     mode 'valid', 'same' or 'full'.
@@ -642,8 +639,6 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     >>> correlate([1.0, 2.0, 3.0], [0.0, 1.0, 0.5]), correlate([1.0, 2.0, 3.0], [1.0, 0.5], "full")
     (array([3.5]), array([0.5, 2. , 3.5, 3. ]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.correlate(a, v, mode)  # type: ignore[call-overload]
     import fgrad.numpy as fnp
 
     a, v = _strong(a), _strong(v)
@@ -656,6 +651,7 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     return _convolve_long(a, fnp.conj(fnp.flip(v)), mode)
 
 
+@numpy_when_eager(np.polyfit)
 def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, full: bool = False,
             w: ArrayLike | None = None, cov: bool | str = False) -> Array:
     """numpy.polyfit: the least-squares polynomial of degree `deg` (concrete) through the points (`x`,
@@ -665,8 +661,6 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, fu
     >>> polyfit([0.0, 1.0, 2.0], [1.0, 3.0, 5.0], 1).round(12)
     array([2., 1.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
     import fgrad.numpy as fnp
 
     if full or cov:

@@ -33,6 +33,7 @@ from .operands import (
     concrete_value,
     ndim_of,
     normalize_axes,
+    numpy_when_eager,
     operand,
     shape_of,
     static_argument,
@@ -377,14 +378,13 @@ def any(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     return _reduce(red.reduce_or, operand(a), axis, keepdims, where=where)
 
 
+@numpy_when_eager(np.count_nonzero)
 def count_nonzero(a: ArrayLike, axis: Axis = None, *, keepdims: bool = False) -> Array:
     """numpy.count_nonzero: how many elements along `axis` are nonzero (an integer).
 
     >>> count_nonzero([[1.0, 0.0], [2.0, 3.0]], axis=0)
     array([2, 1])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.count_nonzero(a, axis=axis, keepdims=keepdims)
     out = _reduce(red.reduce_sum, ew.ne(operand(a), 0), axis, keepdims)
     return _astype(out, np.dtype(np.intp))
 
@@ -525,6 +525,7 @@ def _cumulative(prim_fn: Any, a: Any, axis: int | None, dtype: Any) -> Any:
     return out if dtype is None else _astype(out, dtype)
 
 
+@numpy_when_eager(np.cumsum)
 def cumsum(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
     """numpy.cumsum: the running sums along `axis` (of the flattened array by default).
 
@@ -532,12 +533,11 @@ def cumsum(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any = 
     array([[1., 2.],
            [4., 6.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.cumsum(a, axis=axis, dtype=dtype, out=out)
     check_no_out(out, "cumsum")
     return _cumulative(red.cumsum, a, axis, dtype)
 
 
+@numpy_when_eager(np.cumprod)
 def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any = None) -> Array:
     """numpy.cumprod: the running products along `axis` (of the flattened array by
     default); the derivative is right with zeros among the elements.
@@ -545,8 +545,6 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: Any =
     >>> cumprod([1.0, 2.0, 3.0])
     array([1., 2., 6.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.cumprod(a, axis=axis, dtype=dtype, out=out)
     check_no_out(out, "cumprod")
     return _cumulative(red.cumprod, a, axis, dtype)
 
@@ -570,6 +568,7 @@ def _join(xs: list[Any], axis: int) -> Any:
     return xs[0] if len(xs) == 1 else shapes.concatenate(*xs, axis=axis)
 
 
+@numpy_when_eager(np.diff)
 def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike = _NO_VALUE,
          append: ArrayLike = _NO_VALUE) -> Array:
     """numpy.diff: the `n`-th differences along `axis`, after joining `prepend` and `append`.
@@ -577,8 +576,6 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike = _NO_VALU
     >>> diff([1.0, 4.0, 9.0, 16.0]), diff([1.0, 4.0, 9.0, 16.0], n=2)
     (array([3., 5., 7.]), array([2., 2.]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.diff(a, n, axis, prepend, append)
     n = operator.index(static_argument(n, "diff", "n"))
     if n == 0:
         return a
@@ -669,6 +666,7 @@ def _gradient_along(f: Any, axis: int, dx: Any, edge_order: int) -> Any:
     return _join([first, inner, last], axis)
 
 
+@numpy_when_eager(np.gradient)
 def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axis = None,
              edge_order: int = 1) -> Array | tuple[Array, ...]:
     """numpy.gradient: the derivative of samples `f` along each of `axis` by central differences
@@ -679,8 +677,6 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axis = None,
     >>> gradient([1.0, 4.0, 9.0, 16.0]), gradient([1.0, 4.0, 9.0, 16.0], 2.0, edge_order=2)
     (array([3., 4., 6., 7.]), array([1., 2., 3., 4.]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.gradient(f, *varargs, axis=axis, edge_order=edge_order)  # type: ignore[call-overload]
     f = _strong(f)
     shape = shape_of(f)
     axes = tuple(range(len(shape))) if axis is None else axes_in_order(axis, len(shape))
@@ -704,6 +700,7 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axis = None,
     return outs[0] if len(axes) == 1 else tuple(outs)
 
 
+@numpy_when_eager(np.ediff1d)
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Array:
     """numpy.ediff1d: the differences of consecutive elements of the flattened array, with
     `to_begin` and `to_end` put before and after.
@@ -711,8 +708,6 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike
     >>> ediff1d([1.0, 2.0, 4.0], to_begin=-1.0)
     array([-1.,  1.,  2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.ediff1d(ary, to_end, to_begin)
     x = ravel(_strong(ary))
     dtype = get_aval(x).dtype
     out = ew.sub(_slice_axis(x, 0, slice(1, None)), _slice_axis(x, 0, slice(None, -1)))
@@ -730,6 +725,7 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike
     return _join([p for p in (begin, out, end) if p is not None], 0)
 
 
+@numpy_when_eager(np.trapezoid)
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axis: int = -1) -> Array:
     """numpy.trapezoid: the integral of `y` along `axis` by the trapezoidal rule, at sample
     points `x` or spaced `dx`.
@@ -737,8 +733,6 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axi
     >>> trapezoid([1.0, 2.0, 3.0]), trapezoid([1.0, 2.0, 3.0], x=[0.0, 1.0, 3.0])
     (np.float64(4.0), np.float64(6.5))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.trapezoid(y, x, dx, axis)
     y = _strong(y)
     nd = len(shape_of(y))
     d: Any
@@ -837,6 +831,7 @@ def _cov_weights(w: Any, kind: str, n: int) -> tuple[Any, Any, Any]:
     return w, None, valid
 
 
+@numpy_when_eager(np.cov)
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None, aweights: ArrayLike | None = None, *,
         dtype: Any = None) -> Array:
@@ -852,8 +847,6 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     >>> cov([0.0, 1.0, 2.0], aweights=[1.0, 1.0, 2.0])
     array(1.1)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype=dtype)
     import fgrad.numpy as fnp
 
     if ddof is not None and ddof != int(ddof):
@@ -902,7 +895,8 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     if known is not None and known <= 0:
         import warnings
 
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning,
+                      stacklevel=3)  # the caller's line, past numpy_when_eager's frame
         fact = 0.0
     elif known is None:  # NumPy's 0 for no degrees of freedom left, where they are not known
         fact = fnp.where(fnp.greater(fact, 0), fact, 0.0)
@@ -970,6 +964,7 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     return fnp.at(np.zeros(len(counts)))[np.asarray(xs, np.intp)].add(w)
 
 
+@numpy_when_eager(np.histogram)
 def histogram(a: ArrayLike, bins: Any = 10, range: tuple[float, float] | None = None,
               density: bool | None = None, weights: ArrayLike | None = None) -> tuple[Array, Array]:
     """numpy.histogram: the counts of `a` in each bin and the bin edges (needs concrete values;
@@ -978,7 +973,5 @@ def histogram(a: ArrayLike, bins: Any = 10, range: tuple[float, float] | None = 
     >>> histogram([0.5, 1.5, 1.6], bins=2, range=(0.0, 2.0))
     (array([1, 2]), array([0., 1., 2.]))
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.histogram(a, bins, range, density, weights)
     a, bins, range, weights = _concrete_counts("histogram", [a, bins, range, weights])
     return np.histogram(a, bins, range, density, weights)

@@ -22,7 +22,16 @@ from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, ctx
 from ..primitives import indexing, shapes
 from ..primitives.indexing import StaticIndex
-from .operands import Array, ArrayLike, axes_in_order, normalize_axes, operand, shape_of, static_argument
+from .operands import (
+    Array,
+    ArrayLike,
+    axes_in_order,
+    normalize_axes,
+    numpy_when_eager,
+    operand,
+    shape_of,
+    static_argument,
+)
 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "ravel", "moveaxis", "swapaxes", "broadcast_to",
@@ -56,10 +65,9 @@ def reshape(a: ArrayLike, shape: int | Sequence[int], order: str = "C") -> Array
     return a if new == old else shapes.reshape(a, new_shape=new)
 
 
+@numpy_when_eager(np.transpose)
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """numpy.transpose: reverse the axes, or permute them as `axes` says."""
-    if ctx.trace is EVAL_TRACE:
-        return np.transpose(a, axes)
     a = operand(a)
     ndim = len(shape_of(a))
     if axes is None:
@@ -71,10 +79,9 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return a if perm == tuple(range(ndim)) else shapes.transpose(a, axes=perm)
 
 
+@numpy_when_eager(np.expand_dims)
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """numpy.expand_dims: insert axes of size 1 at the positions `axis`."""
-    if ctx.trace is EVAL_TRACE:
-        return np.expand_dims(a, axis)
     a = operand(a)
     shape = shape_of(a)
     n_new = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
@@ -84,10 +91,9 @@ def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     return shapes.reshape(a, new_shape=new_shape)
 
 
+@numpy_when_eager(np.squeeze)
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """numpy.squeeze: remove axes of size 1 (all of them, or those in `axis`)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.squeeze(a, axis)
     a = operand(a)
     shape = shape_of(a)
     if axis is None:
@@ -108,6 +114,7 @@ def ravel(a: ArrayLike) -> Array:
     return reshape(a, -1)
 
 
+@numpy_when_eager(np.moveaxis)
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """numpy.moveaxis: move axes to new positions, the others keeping their order.
 
@@ -115,8 +122,6 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
     >>> fnp.moveaxis(np.zeros((2, 3, 4)), 0, -1).shape
     (3, 4, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.moveaxis(a, source, destination)
     a = operand(a)
     ndim = len(shape_of(a))
     src = axes_in_order(source, ndim, "source")
@@ -129,6 +134,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
     return transpose(a, order)
 
 
+@numpy_when_eager(np.swapaxes)
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """numpy.swapaxes: exchange two axes.
 
@@ -136,8 +142,6 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     >>> fnp.swapaxes(np.zeros((2, 3)), 0, 1).shape
     (3, 2)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.swapaxes(a, axis1, axis2)
     a = operand(a)
     ndim = len(shape_of(a))
     i, j = normalize_axis_index(axis1, ndim, "axis1"), normalize_axis_index(axis2, ndim, "axis2")
@@ -192,6 +196,7 @@ def _atleast(ndim: int, arys: tuple[ArrayLike, ...], place: Callable[[tuple[int,
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@numpy_when_eager(np.atleast_1d)
 def atleast_1d(*arys: ArrayLike) -> Any:
     """numpy.atleast_1d: 0-d inputs become shape (1,); one array, or a tuple for several.
 
@@ -199,11 +204,10 @@ def atleast_1d(*arys: ArrayLike) -> Any:
     >>> fnp.atleast_1d(2.0).shape
     (1,)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.atleast_1d(*arys)
     return _atleast(1, arys, lambda s: (1,))
 
 
+@numpy_when_eager(np.atleast_2d)
 def atleast_2d(*arys: ArrayLike) -> Any:
     """numpy.atleast_2d: () becomes (1, 1) and (N,) becomes (1, N).
 
@@ -211,11 +215,10 @@ def atleast_2d(*arys: ArrayLike) -> Any:
     >>> fnp.atleast_2d(np.ones(3)).shape
     (1, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.atleast_2d(*arys)
     return _atleast(2, arys, lambda s: (1,) * (2 - len(s)) + s)
 
 
+@numpy_when_eager(np.atleast_3d)
 def atleast_3d(*arys: ArrayLike) -> Any:
     """numpy.atleast_3d: () becomes (1, 1, 1), (N,) (1, N, 1) and (M, N) (M, N, 1).
 
@@ -223,8 +226,6 @@ def atleast_3d(*arys: ArrayLike) -> Any:
     >>> fnp.atleast_3d(np.ones(3)).shape
     (1, 3, 1)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.atleast_3d(*arys)
     return _atleast(3, arys, lambda s: {0: (1, 1, 1), 1: (1, *s, 1), 2: (*s, 1)}[len(s)])
 
 
@@ -237,6 +238,7 @@ def _flip_axes(x: Any, axes: Sequence[int]) -> Any:
     return indexing.getitem(x, idx=idx)
 
 
+@numpy_when_eager(np.flip)
 def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """numpy.flip: reverse the order of elements along `axis` (all axes by default).
 
@@ -244,12 +246,11 @@ def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     >>> fnp.flip(np.arange(3.0))
     array([2., 1., 0.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.flip(m, axis)  # type: ignore[arg-type]
     x = operand(m)
     return _flip_axes(x, normalize_axes(axis, len(shape_of(x))))
 
 
+@numpy_when_eager(np.fliplr)
 def fliplr(m: ArrayLike) -> Array:
     """numpy.fliplr: reverse the columns (axis 1); needs at least 2-d.
 
@@ -258,14 +259,13 @@ def fliplr(m: ArrayLike) -> Array:
     array([[0., 1.],
            [1., 0.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.fliplr(m)
     x = operand(m)
     if len(shape_of(x)) < 2:
         raise ValueError("Input must be >= 2-d.")
     return _flip_axes(x, (1,))
 
 
+@numpy_when_eager(np.flipud)
 def flipud(m: ArrayLike) -> Array:
     """numpy.flipud: reverse the rows (axis 0); needs at least 1-d.
 
@@ -273,14 +273,13 @@ def flipud(m: ArrayLike) -> Array:
     >>> fnp.flipud(np.arange(3.0))
     array([2., 1., 0.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.flipud(m)
     x = operand(m)
     if len(shape_of(x)) < 1:
         raise ValueError("Input must be >= 1-d.")
     return _flip_axes(x, (0,))
 
 
+@numpy_when_eager(np.roll)
 def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Array:
     """numpy.roll: shift elements along axes, wrapping around (axis None: of the flattened array).
 
@@ -288,8 +287,6 @@ def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     >>> fnp.roll(np.arange(4.0), 1)
     array([3., 0., 1., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.roll(a, shift, axis)
     x = operand(a)
     shape = shape_of(x)
     shift = static_argument(shift, "roll", "shift")
@@ -312,6 +309,7 @@ def roll(a: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     return x
 
 
+@numpy_when_eager(np.rot90)
 def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """numpy.rot90: rotate by 90 degrees `k` times, from the first of `axes` towards the second.
 
@@ -320,8 +318,6 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     array([[2., 4.],
            [1., 3.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.rot90(m, k, axes)  # type: ignore[call-overload]
     axes = tuple(axes)
     if len(axes) != 2:
         raise ValueError("len(axes) must be 2.")
@@ -344,6 +340,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     return _flip_axes(transpose(x, perm), (second,))
 
 
+@numpy_when_eager(np.tile)
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """numpy.tile: `A` repeated `reps` times along each axis (the shorter of the two padded with 1s).
 
@@ -351,8 +348,6 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     >>> fnp.tile(np.array([1.0, 2.0]), 2)
     array([1., 2., 1., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.tile(A, reps)
     x = operand(A)
     given = static_argument(reps, "tile", "reps")
     reps = (operator.index(given),) if np.ndim(given) == 0 else tuple(operator.index(r) for r in given)
@@ -370,6 +365,7 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     return shapes.reshape(x, new_shape=tuple(r * s for r, s in zip(reps, shape)))
 
 
+@numpy_when_eager(np.repeat)
 def repeat(a: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) -> Array:
     """numpy.repeat: each element repeated `repeats` times (an int, or one count per element)
     along `axis` (axis None: of the flattened array).
@@ -378,8 +374,6 @@ def repeat(a: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
     >>> fnp.repeat(np.array([1.0, 2.0]), [1, 2])
     array([1., 2., 2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.repeat(a, repeats, axis)
     x = operand(a)
     if axis is None or not shape_of(x):  # NumPy repeats a 0-d array as a 1-d one
         x, axis = ravel(x), 0 if axis is None else axis
@@ -397,6 +391,7 @@ def repeat(a: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
     return indexing.getitem(x, idx=StaticIndex((*(slice(None),) * ax, source)))
 
 
+@numpy_when_eager(np.array_split)
 def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Array]:
     """numpy.array_split: split into `sections` nearly equal parts (the first ones one longer),
     or at the given indices.
@@ -405,8 +400,6 @@ def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: 
     >>> [p.tolist() for p in fnp.array_split(np.arange(5.0), 2)]
     [[0.0, 1.0, 2.0], [3.0, 4.0]]
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.array_split(ary, indices_or_sections, axis)
     x = operand(ary)
     shape = shape_of(x)
     ax = normalize_axis_index(axis, len(shape))
@@ -426,6 +419,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: 
             for start, stop in zip(bounds[:-1], bounds[1:])]
 
 
+@numpy_when_eager(np.split)
 def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Array]:
     """numpy.split: like array_split, but `sections` must divide the axis evenly.
 
@@ -433,8 +427,6 @@ def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 
     >>> [p.tolist() for p in fnp.split(np.arange(4.0), 2)]
     [[0.0, 1.0], [2.0, 3.0]]
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.split(ary, indices_or_sections, axis)
     spec = static_argument(indices_or_sections, "split", "indices_or_sections")
     if np.ndim(spec) == 0:
         shape = shape_of(operand(ary))
@@ -444,6 +436,7 @@ def split(ary: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 
     return array_split(ary, spec, axis)
 
 
+@numpy_when_eager(np.hsplit)
 def hsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
     """numpy.hsplit: split along the second axis (the first, for 1-d arrays).
 
@@ -451,8 +444,6 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Arr
     >>> [p.shape for p in fnp.hsplit(np.zeros((2, 4)), 2)]
     [(2, 2), (2, 2)]
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.hsplit(ary, indices_or_sections)
     x = operand(ary)
     ndim = len(shape_of(x))
     if ndim == 0:
@@ -460,6 +451,7 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Arr
     return split(x, indices_or_sections, 1 if ndim > 1 else 0)
 
 
+@numpy_when_eager(np.vsplit)
 def vsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
     """numpy.vsplit: split along the first axis of an array of 2 or more dimensions.
 
@@ -467,14 +459,13 @@ def vsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Arr
     >>> [p.shape for p in fnp.vsplit(np.zeros((4, 2)), [1])]
     [(1, 2), (3, 2)]
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.vsplit(ary, indices_or_sections)
     x = operand(ary)
     if len(shape_of(x)) < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return split(x, indices_or_sections, 0)
 
 
+@numpy_when_eager(np.dsplit)
 def dsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Array]:
     """numpy.dsplit: split along the third axis of an array of 3 or more dimensions.
 
@@ -482,14 +473,13 @@ def dsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Arr
     >>> [p.shape for p in fnp.dsplit(np.zeros((1, 2, 4)), 2)]
     [(1, 2, 2), (1, 2, 2)]
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.dsplit(ary, indices_or_sections)
     x = operand(ary)
     if len(shape_of(x)) < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return split(x, indices_or_sections, 2)
 
 
+@numpy_when_eager(np.rollaxis)
 def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """numpy.rollaxis: move `axis` to the position before `start` (moveaxis is simpler).
 
@@ -497,8 +487,6 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     >>> fnp.rollaxis(np.zeros((2, 3, 4)), 2).shape
     (4, 2, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.rollaxis(a, axis, start)
     x = operand(a)
     n = len(shape_of(x))
     axis = normalize_axis_index(axis, n)
@@ -522,6 +510,7 @@ def _strong(x: Any) -> Any:
     return np.asarray(x) if type(x) in (float, int, complex, bool) else operand(x)
 
 
+@numpy_when_eager(np.append)
 def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """numpy.append: `values` joined after `arr` along `axis` (axis None: both flattened).
 
@@ -529,8 +518,6 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     >>> fnp.append(np.array([1.0, 2.0]), [[3.0]])
     array([1., 2., 3.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.append(arr, values, axis)
     from .creation import concatenate  # imported here: creation builds on this module
 
     x, v = _strong(arr), _strong(values)
@@ -546,6 +533,7 @@ def _gather_flat(x: Any, positions: np.ndarray) -> Any:
     return reshape(indexing.getitem(flat, idx=StaticIndex((positions.ravel(),))), positions.shape)
 
 
+@numpy_when_eager(np.insert)
 def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
     """numpy.insert: `values` inserted before the indices `obj` (concrete) along `axis`
     (axis None: of the flattened array).
@@ -554,8 +542,6 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
     >>> fnp.insert(np.array([1.0, 2.0, 3.0]), 1, 9.0)
     array([1., 9., 2., 3.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.insert(arr, obj, values, axis)
     obj = static_argument(obj, "insert", "obj")
     x, v = _strong(arr), _strong(values)
     dtype = get_aval(x).dtype
@@ -573,6 +559,7 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
     return _gather_flat(concatenate([ravel(x), ravel(v)]), positions)
 
 
+@numpy_when_eager(np.delete)
 def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Array:
     """numpy.delete: `arr` without the entries `obj` (concrete indices, a slice or a mask)
     along `axis` (axis None: of the flattened array).
@@ -581,8 +568,6 @@ def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Array:
     >>> fnp.delete(np.array([1.0, 2.0, 3.0]), [0, 2])
     array([2.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.delete(arr, obj, axis)
     obj = static_argument(obj, "delete", "obj")
     x = _strong(arr)
     labels = np.arange(int(np.prod(shape_of(x), dtype=np.int64))).reshape(shape_of(x))

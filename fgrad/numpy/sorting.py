@@ -28,6 +28,7 @@ from .operands import (
     check_no_out,
     concrete_value,
     normalize_axes,
+    numpy_when_eager,
     operand,
     shape_of,
     static_argument,
@@ -60,6 +61,7 @@ def _check_order(order: Any) -> None:
         raise ValueError("Cannot specify order when the array has no fields.")
 
 
+@numpy_when_eager(np.sort)
 def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
          stable: bool | None = None) -> Array:
     """numpy.sort along `axis` (the last by default; None: the flattened array). Its
@@ -68,13 +70,12 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: An
     >>> sort([[3.0, 1.0, 2.0]])
     array([[1., 2., 3.]])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.sort(a, axis=axis, kind=kind, order=order, stable=stable)  # type: ignore[arg-type]
     _check_order(order)
     a, axis = _along(a, axis)
     return sorting.sort(a, axis=axis)
 
 
+@numpy_when_eager(np.argsort)
 def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
             stable: bool | None = None) -> Array:
     """numpy.argsort: the indices that sort `a` along `axis` (a stable sort under a
@@ -83,8 +84,6 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order:
     >>> argsort([3.0, 1.0, 2.0])
     array([1, 2, 0])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)  # type: ignore[arg-type]
     _check_order(order)
     a, axis = _along(a, axis, zero_d_as_1d=True)
     return sorting.argsort(a, axis=axis)
@@ -102,6 +101,7 @@ def _kth(kth: int | Sequence[int], n: int, function: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+@numpy_when_eager(np.argpartition)
 def argpartition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, kind: str = "introselect",
                  order: Any = None) -> Array:
     """numpy.argpartition: indices that put the elements a sort would put at the
@@ -111,13 +111,12 @@ def argpartition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, 
     >>> argpartition([3.0, 4.0, 1.0, 2.0], 1)[1]
     np.int64(3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.argpartition(a, kth, axis=axis, kind=kind, order=order)  # type: ignore[arg-type]
     _check_order(order)
     a, axis = _along(a, axis, zero_d_as_1d=True)
     return sorting.argpartition(a, kth=_kth(kth, shape_of(a)[axis], "argpartition"), axis=axis)
 
 
+@numpy_when_eager(np.partition)
 def partition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, kind: str = "introselect",
               order: Any = None) -> Array:
     """numpy.partition: the elements a sort would put at the `kth` positions are
@@ -127,8 +126,6 @@ def partition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, kin
     >>> partition([3.0, 4.0, 1.0, 2.0], 1)[1]
     np.float64(2.0)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.partition(a, kth, axis=axis, kind=kind, order=order)  # type: ignore[call-overload]
     _check_order(order)
     a, axis = _along(a, axis)
     taken_from = sorting.argpartition(a, kth=_kth(kth, shape_of(a)[axis], "partition"), axis=axis)
@@ -136,6 +133,7 @@ def partition(a: ArrayLike, kth: int | Sequence[int], axis: int | None = -1, kin
     return sorting.sort_by_key(sorting.argsort(taken_from, axis=axis), a, axis=axis)
 
 
+@numpy_when_eager(np.lexsort)
 def lexsort(keys: Any, axis: int = -1) -> Array:
     """numpy.lexsort: the indices that sort by several keys along `axis`, the last
     key first (`keys` a sequence of equal-shape arrays, or the rows of an array);
@@ -144,8 +142,6 @@ def lexsort(keys: Any, axis: int = -1) -> Array:
     >>> lexsort(([1.0, 0.0, 2.0], [1.0, 1.0, 0.0]))
     array([2, 1, 0])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.lexsort(keys, axis=axis)
     if isinstance(keys, (Tracer, np.ndarray)) and keys.ndim == 1:
         keys = [keys]  # a single key
     keys = [operand(k) for k in keys]
@@ -165,6 +161,7 @@ def lexsort(keys: Any, axis: int = -1) -> Array:
     return order
 
 
+@numpy_when_eager(np.searchsorted)
 def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None) -> Array:
     """numpy.searchsorted: where the values `v` would go in the sorted 1-d array `a`
     (`sorter`: the indices that sort `a`); integers, without a derivative.
@@ -172,8 +169,6 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
     >>> searchsorted([1.0, 2.0, 3.0], [2.5, 0.0])
     array([2, 0])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.searchsorted(a, v, side=side, sorter=sorter)  # type: ignore[call-overload]
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
     a = operand(a)
@@ -182,6 +177,7 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
     return sorting.searchsorted(a, operand(v), side=side)
 
 
+@numpy_when_eager(np.median)
 def median(a: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = None,
            overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """numpy.median along `axis` (all axes by default; NaN if a NaN is among the
@@ -191,8 +187,6 @@ def median(a: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = Non
     >>> median([[4.0, 1.0, 3.0, 2.0]], axis=-1)
     array([2.5])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.median(a, axis=axis, out=out, overwrite_input=overwrite_input, keepdims=keepdims)
     check_no_out(out, "median")
     a = operand(a)
     shape = shape_of(a)
@@ -357,6 +351,7 @@ def nanmedian(a: ArrayLike, axis: int | Sequence[int] | None = None, out: Any = 
     return out
 
 
+@numpy_when_eager(np.interp)
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
            right: ArrayLike | None = None, period: float | None = None) -> Array:
     """numpy.interp: the piecewise linear interpolant of the points (`xp`, `fp`) at `x`
@@ -365,8 +360,6 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     >>> interp([0.5, 1.5, 3.0], [0.0, 1.0, 2.0], [0.0, 10.0, 0.0])
     array([5., 5., 0.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.interp(x, xp, fp, left, right, period)
     import fgrad.numpy as fnp
 
     x, xp, fp = operand(x), operand(xp), operand(fp)

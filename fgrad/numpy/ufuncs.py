@@ -19,7 +19,7 @@ import numpy as np
 from ..core.avals import get_aval
 from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx, transforming
 from ..primitives import elementwise as ew
-from .operands import DIRECT_TYPES, Array, ArrayLike, check_no_out, operand
+from .operands import DIRECT_TYPES, Array, ArrayLike, check_no_out, numpy_when_eager, operand
 
 __all__ = [
     "ldexp", "frexp", "real_if_close", "piecewise",
@@ -194,14 +194,14 @@ def positive(x: ArrayLike, /) -> Array:
     return x
 
 
+@numpy_when_eager(np.fix)
 def fix(x: ArrayLike, out: None = None) -> Array:
     """numpy.fix: round towards zero (trunc); its derivative is zero."""
-    if ctx.trace is EVAL_TRACE:
-        return np.fix(x, out)
     check_no_out(out, "fix")
     return ew.trunc(operand(x))
 
 
+@numpy_when_eager(np.round)
 def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     """numpy.round to `decimals` places (half to even; negative: tens, hundreds);
     its derivative is zero.
@@ -209,8 +209,6 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     >>> round(2.567, 2)
     np.float64(2.57)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.round(a, decimals, out)
     check_no_out(out, "round")
     return ew.round(operand(a), decimals=operator.index(decimals))
 
@@ -236,18 +234,16 @@ def _signed_inf(x: ArrayLike, negative: bool) -> Array:
     return ew.logical_and(ew.isinf(x), sign if negative else ew.logical_not(sign))
 
 
+@numpy_when_eager(np.isposinf)
 def isposinf(x: ArrayLike, out: None = None) -> Array:
     """numpy.isposinf: where `x` is +inf (a bool array; TypeError for complex)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.isposinf(x, out)
     check_no_out(out, "isposinf")
     return _signed_inf(x, negative=False)
 
 
+@numpy_when_eager(np.isneginf)
 def isneginf(x: ArrayLike, out: None = None) -> Array:
     """numpy.isneginf: where `x` is -inf (a bool array; TypeError for complex)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.isneginf(x, out)
     check_no_out(out, "isneginf")
     return _signed_inf(x, negative=True)
 
@@ -320,6 +316,7 @@ def _replacement(name: str, value: Any) -> float | complex | None:
     return complex(value) if np.iscomplexobj(value) else float(value)
 
 
+@numpy_when_eager(np.nan_to_num)
 def nan_to_num(
     x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
     neginf: float | None = None,
@@ -329,8 +326,6 @@ def nan_to_num(
     dtype). The derivative is 1 where `x` is finite, 0 where it was replaced (for
     complex `x`, part by part: each of the real and imaginary parts is replaced on
     its own)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     x = operand(x)
     if get_aval(x).dtype.kind not in "fc":
         return x  # integers and booleans are always finite
@@ -340,6 +335,7 @@ def nan_to_num(
     )
 
 
+@numpy_when_eager(np.select)
 def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Array:
     """numpy.select: from the first of `choicelist` whose condition in `condlist`
     holds, else `default` (all broadcast together). Differentiable in the
@@ -348,8 +344,6 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     >>> select([[True, False], [True, True]], [[1, 2], [3, 4]], default=0)
     array([1, 4])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.select(condlist, choicelist, default)
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
     if len(condlist) == 0:
@@ -396,10 +390,9 @@ def imag(val: ArrayLike, /) -> Array:
     return ew.imag(operand(val))
 
 
+@numpy_when_eager(np.angle)
 def angle(z: ArrayLike, deg: bool = False) -> Array:
     """numpy.angle: the argument of complex numbers, in radians (degrees with `deg`)."""
-    if ctx.trace is EVAL_TRACE:
-        return np.angle(z, deg=deg)
     out = ew.angle(operand(z))
     return ew.mul(out, 180 / np.pi) if deg else out
 
@@ -414,6 +407,7 @@ def isrealobj(x: ArrayLike) -> bool:
     return not iscomplexobj(x)
 
 
+@numpy_when_eager(np.iscomplex)
 def iscomplex(x: ArrayLike) -> Array:
     """numpy.iscomplex: elementwise, whether the imaginary part is nonzero (False for a real dtype).
 
@@ -421,8 +415,6 @@ def iscomplex(x: ArrayLike) -> Array:
     >>> fnp.iscomplex(np.array([1.0 + 1j, 2.0]))
     array([ True, False])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.iscomplex(x)
     x = operand(x)
     aval = get_aval(x)
     if aval.dtype.kind == "c":
@@ -430,6 +422,7 @@ def iscomplex(x: ArrayLike) -> Array:
     return np.zeros(aval.shape, bool)[()]
 
 
+@numpy_when_eager(np.isreal)
 def isreal(x: ArrayLike) -> Array:
     """numpy.isreal: elementwise, whether the imaginary part is zero (True for a real dtype).
 
@@ -437,8 +430,6 @@ def isreal(x: ArrayLike) -> Array:
     >>> fnp.isreal(np.array([1.0 + 1j, 2.0]))
     array([False,  True])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.isreal(x)
     return equal(imag(x), 0)
 
 
@@ -447,6 +438,7 @@ def _as_operand(x: Any) -> Any:
     return x if isinstance(x, (int, float, complex)) else operand(x)
 
 
+@numpy_when_eager(np.isclose)
 def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
             equal_nan: bool = False) -> Array:
     """numpy.isclose: elementwise ``|a - b| <= atol + rtol * |b|`` (booleans, no derivative).
@@ -455,8 +447,6 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     >>> fnp.isclose(np.array([1.0, 2.0]), np.array([1.0 + 1e-9, 2.1]))
     array([ True, False])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     x, y, atol, rtol = (_as_operand(v) for v in (a, b, atol, rtol))
     if not isinstance(y, (int, float, complex)):
         dt = np.result_type(get_aval(y).dtype, 1.0)
@@ -471,6 +461,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     return result
 
 
+@numpy_when_eager(np.shape)
 def shape(a: ArrayLike) -> tuple[int, ...]:
     """numpy.shape: the shape of `a`, a tuple of Python ints (known from the type alone).
 
@@ -478,11 +469,10 @@ def shape(a: ArrayLike) -> tuple[int, ...]:
     >>> fnp.shape([[1.0, 2.0, 3.0]])
     (1, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.shape(a)
     return tuple(get_aval(operand(a)).shape)
 
 
+@numpy_when_eager(np.ndim)
 def ndim(a: ArrayLike) -> int:
     """numpy.ndim: the number of dimensions of `a` (known from the type alone).
 
@@ -490,11 +480,10 @@ def ndim(a: ArrayLike) -> int:
     >>> fnp.ndim([[1.0, 2.0, 3.0]])
     2
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.ndim(a)
     return len(shape(a))
 
 
+@numpy_when_eager(np.size)
 def size(a: ArrayLike, axis: int | tuple[int, ...] | None = None) -> int:
     """numpy.size: the number of elements of `a`, or along `axis` (known from the type alone).
 
@@ -502,8 +491,6 @@ def size(a: ArrayLike, axis: int | tuple[int, ...] | None = None) -> int:
     >>> fnp.size(np.zeros((2, 3))), fnp.size(np.zeros((2, 3)), 1)
     (6, 3)
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.size(a, axis)
     # NumPy's own rules (and errors) for `axis`, on a stand-in of the same shape.
     return int(np.size(np.broadcast_to(np.empty((), np.int8), shape(a)), axis))
 
@@ -579,6 +566,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     return mantissa, astype(e, np.intc)
 
 
+@numpy_when_eager(np.real_if_close)
 def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """numpy.real_if_close: the real part of a complex `a` whose imaginary parts are all within
     `tol` machine epsilons of zero, else `a` (for a complex `a`, needs its concrete values).
@@ -586,8 +574,6 @@ def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     >>> real_if_close([2.0 + 1e-16j, 1.0])
     array([2., 1.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.real_if_close(a, tol)
     from .operands import concrete_value
 
     a = operand(a)
@@ -609,6 +595,7 @@ def _one_condition(condlist: Any, ndim: int) -> bool:
     return not isinstance(condlist[0], (list, np.ndarray, Tracer)) and ndim != 0
 
 
+@numpy_when_eager(np.piecewise)
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Array:
     """numpy.piecewise: `x` mapped by the function (or value) of the condition each element meets
     (a last extra function for elements meeting none). Under a transform each function is applied
@@ -618,8 +605,6 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
     >>> piecewise(x, [x < 0], [lambda v: -v, lambda v: v * 10])
     array([ 2., 30.])
     """
-    if ctx.trace is EVAL_TRACE:
-        return np.piecewise(x, condlist, funclist, *args, **kw)
     from .creation import astype, zeros_like
     from .reductions import any as any_
 
