@@ -323,12 +323,14 @@ def basic_indices(draw, shape):
         elif kind == "none":
             idx.append(None)
             continue
-        elif kind == "ellipsis" and not ellipsis:
+        elif ellipsis:  # after an Ellipsis NumPy aligns the indices with the last axes: index them all
+            continue
+        elif kind == "ellipsis":
             idx.append(Ellipsis)
             ellipsis = True
             axis = max(axis, len(shape) - draw(st.integers(0, len(shape) - axis)))
             continue
-        elif kind == "end":
+        else:  # "end"
             break
         axis += 1
     return tuple(idx)
