@@ -194,3 +194,27 @@ def test_a_thread_may_use_a_vjp_function_made_in_another() -> None:
     for values in results:
         for value in values:
             np.testing.assert_allclose(value, expected, rtol=1e-12)
+
+
+def test_large_gradients_in_threads_at_once_share_inputs_globals_and_cotangents_untouched() -> None:
+    # Arrays above the size where the backward pass writes into the cotangents
+    # it owns: threads share the input, a closed-over array, a vjp function and
+    # the cotangent they pass it, none of which may be written.
+    n = 1 << 16
+    x, shared = np.linspace(-1.0, 1.0, n), np.linspace(0.5, 1.5, n)
+    ct = np.linspace(1.0, 2.0, n)
+    kept = [x.copy(), shared.copy(), ct.copy()]
+
+    def f(x: Any) -> Any:
+        return fnp.sum(-fnp.sin(x) * shared * 2.0) + fnp.sum(x * x)
+
+    _, vjp_fn = fgrad.vjp(lambda x: -fnp.exp(x) * shared + x, x)
+    expected = [fgrad.grad(f)(x), vjp_fn(ct)[0]]
+    np.testing.assert_allclose(expected[0], -2.0 * np.cos(x) * shared + 2 * x, rtol=1e-12)
+    results = run_threads(lambda i: [[fgrad.grad(f)(x), vjp_fn(ct)[0]] for _ in range(10)], 4)
+    for values in results:
+        for got in values:
+            for a, b in zip(got, expected):
+                np.testing.assert_array_equal(a, b)
+    for a, b in zip((x, shared, ct), kept):
+        np.testing.assert_array_equal(a, b)

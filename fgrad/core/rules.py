@@ -21,17 +21,6 @@ never receive a zero array they would have to build first.
   the others as values; `ct` is never None (a zero cotangent skips the
   equation); an entry of the result is None for a non-linear input or a zero.
   For a primitive with several results, `ct` is a list whose entries may be None.
-* ``transpose_in_place_rules[p](ct, *args, **params)``: optional, the same
-  contract, for a rule that may write its result into `ct`'s buffer. The
-  backward pass calls it instead only when it computed `ct` itself and holds
-  the only reference to it, and the current trace agrees that `ct`'s memory
-  may be overwritten (`Trace.overwrite`: a large array owning its buffer, or
-  under vmap a batch of them), so no one can observe the write; the rule
-  falls back to a new array when the result does not fit `ct` (another shape
-  or dtype). It saves fresh memory, which for large arrays costs more than
-  the arithmetic. Such rules are elementwise and take no parameters: under
-  vmap they run on whole batches, the batch axis in front, and must work
-  with NumPy broadcasting over leading axes.
 * ``batch_rules[p](args, dims, **params) -> (out, out_dim)``
   `dims[i]` is the batch axis of `args[i]` (None: not batched); the rule runs
   on the parent trace and returns the result's batch axis.
@@ -90,7 +79,7 @@ from .avals import ShapedArray
 from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
-    "jvp_rules", "transpose_rules", "transpose_in_place_rules", "batch_rules",
+    "jvp_rules", "transpose_rules", "batch_rules",
     "emit_rules", "out_rules", "float_rules", "block_rules", "unroll_rules", "jit_rewrites", "effectful",
     "commutative",
     "LARGE_ARRAY_BYTES", "checked_int64",
@@ -99,7 +88,6 @@ __all__ = [
 
 jvp_rules: dict[Primitive, Callable[..., Any] | JVPFactors | JVPStructure | Linearization] = {}
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}
-transpose_in_place_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
 emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}

@@ -23,7 +23,7 @@ NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
@@ -131,15 +131,6 @@ class Trace:
         if trace.dead or trace.thread != self.thread:
             raise escaped_tracer_error(x)
 
-    def overwrite(
-        self, rule: Callable[..., list[Any]], target: Any, args: Sequence[Any], params: dict[str, Any]
-    ) -> list[Any] | None:
-        """`rule(target, *args, **params)`, a rule allowed to write its result
-        into `target`'s memory, when this trace's value `target` has memory
-        that may be overwritten; None (nothing done) otherwise. The caller
-        holds the only reference to `target` and drops it afterwards."""
-        return None
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.transform})"
 
@@ -157,18 +148,6 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return prim.impl(*args, **params)
-
-    def overwrite(
-        self, rule: Callable[..., list[Any]], target: Any, args: Sequence[Any], params: dict[str, Any]
-    ) -> list[Any] | None:
-        # A large array owning its writeable buffer: not a view, whose base
-        # someone else may hold, nor a read-only residual or constant.
-        if (
-            type(target) is np.ndarray and target.nbytes >= LARGE_ARRAY_BYTES and target.base is None
-            and target.flags.writeable
-        ):
-            return rule(target, *args, **params)
-        return None
 
 
 EVAL_TRACE = EvalTrace(None, "evaluation")

@@ -35,7 +35,6 @@ from ..core.rules import (
     float_rules,
     jvp_rules,
     out_rules,
-    transpose_in_place_rules,
     transpose_rules,
     unroll_rules,
 )
@@ -197,7 +196,6 @@ _neg_impl.keeps_weak = True  # type: ignore[attr-defined]
 
 neg_p = elementwise("neg", np.negative, -1, impl=_neg_impl)
 transpose_rules[neg_p] = lambda ct, x: [neg(ct)]
-transpose_in_place_rules[neg_p] = lambda ct, x: [np.negative(ct, out=ct)]
 
 sin_p = elementwise("sin", np.sin, lambda ans, x: cos(x))
 cos_p = elementwise("cos", np.cos, lambda ans, x: neg(sin(x)))
@@ -334,18 +332,8 @@ def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     return [None, out if _fits(out, y.aval) else d.unbroadcast(out, y.aval)]
 
 
-def _mul_transpose_in_place(ct: np.ndarray, x: Any, y: Any) -> list[Any]:
-    first = type(x) is UndefinedPrimal
-    linear, other = (x, y) if first else (y, x)
-    if not _fits(ct, linear.aval) or np.result_type(ct, other) != ct.dtype:
-        return _mul_transpose(ct, x, y)
-    np.multiply(ct, other, out=ct)
-    return [ct, None] if first else [None, ct]
-
-
 transpose_rules[mul_p] = _mul_transpose
 emit_rules[mul_p] = _operator_emit("*")
-transpose_in_place_rules[mul_p] = _mul_transpose_in_place
 
 div_p = elementwise(
     "div", np.true_divide, lambda ans, x, y: div(1.0, y), lambda ans, x, y: neg(div(ans, y)),

@@ -12,16 +12,13 @@ Works on flat lists of values: pytrees and in_axes/out_axes belong to the API la
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import ConcretizationTypeError, missing_rule_error
 from ..core.libraries import NUMPY_VALUE_TYPES, check_constant
-from ..core.rules import UndefinedPrimal, batch_rules
+from ..core.rules import batch_rules
 from ..core.trace import Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
@@ -111,44 +108,6 @@ class BatchTrace(Trace):
             return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return out if out_dim is None else BatchTracer(self, out, out_dim)
 
-    def overwrite(
-        self, rule: Callable[..., list[Any]], target: Any, args: Sequence[Any], params: dict[str, Any]
-    ) -> list[Any] | None:
-        # A batch held by `target` alone, its batch axis in front: the rule
-        # (elementwise, without parameters) runs on the parent's values, the
-        # examples lined up by NumPy's broadcasting over that leading axis.
-        # That needs every other operand unbatched, or batched the same way,
-        # and the linear inputs of the example's rank (else a cotangent summed
-        # back to a smaller rank would be summed over the batch axis).
-        if (
-            params or type(target) is not BatchTracer or target._trace is not self
-            or target.batch_dim != 0 or _value_references(target) != _SOLE_VALUE
-        ):
-            return None
-        val = target.val
-        ndim = get_aval(val).ndim
-        vals = []
-        for x in args:
-            if type(x) is UndefinedPrimal:
-                if x.aval.ndim != ndim - 1:
-                    return None
-                x = UndefinedPrimal(ShapedArray((self.axis_size, *x.aval.shape), x.aval.dtype))
-            elif type(x) is BatchTracer and x._trace is self:
-                if x.batch_dim != 0 or get_aval(x.val).ndim != ndim:
-                    return None
-                x = x.val
-            vals.append(x)
-        state = self.state
-        prev = state["trace"]
-        state["trace"] = self.parent
-        try:
-            out = self.parent.overwrite(rule, val, vals, params)  # type: ignore[union-attr]
-        finally:
-            state["trace"] = prev
-        if out is None:
-            return None
-        return [None if o is None else BatchTracer(self, o, 0) for o in out]
-
     def split(self, x: Any) -> tuple[Any, int | None]:
         """(value, batch dimension) of an output; None if it is the same for every example."""
         if type(x) is BatchTracer and x._trace is self:
@@ -156,19 +115,6 @@ class BatchTrace(Trace):
         if isinstance(x, Tracer) and x._trace is not self:
             self.check_foreign(x)
         return x, None
-
-
-def _value_references(x: BatchTracer) -> int:
-    return sys.getrefcount(x.val)
-
-
-# A batch that only its tracer refers to (no other tracer, no caller, no
-# view). Measured the way it is checked, since the count differs between
-# Python versions; without a GIL, reference counts do not say this.
-_SOLE_VALUE = (
-    _value_references(BatchTracer(None, np.empty(0), 0))  # type: ignore[arg-type]
-    if getattr(sys, "_is_gil_enabled", lambda: True)() else -1
-)
 
 
 def batch_flat(

@@ -13,7 +13,6 @@ Works on flat lists of values: pytrees belong to the API layer.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,16 +24,15 @@ from ..core.rules import (
     LARGE_ARRAY_BYTES,
     Linearization,
     UndefinedPrimal,
-    transpose_in_place_rules,
     transpose_rules,
 )
-from ..core.trace import Primitive, Tracer, ctx, tracing
+from ..core.trace import EVAL_TRACE, Primitive, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..ir.passes import dce_closed_jaxpr, dce_jaxpr, last_uses
 from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
-from ..primitives import elementwise, indexing
+from ..primitives import elementwise, indexing, linalg
 from ..primitives.derivatives import zeros
 from .forward import JVPTrace, JVPTracer
 from .partial_eval import partial_eval_jaxpr
@@ -270,27 +268,74 @@ def _undefined_primal(aval: ShapedArray) -> UndefinedPrimal:
     return u
 
 
-def _references(x: Any) -> int:
-    return sys.getrefcount(x)
+# Cotangents the backward pass owns: arrays it computed itself, that nothing but
+# its table of cotangents holds (not a caller's cotangent, a residual, a
+# constant, nor an array a rule of unknown make may have kept or shared). It
+# writes into those instead of filling fresh memory, which for arrays of
+# megabytes costs more than the arithmetic. Ownership is decided from what
+# the pass did, never from reference counts:
+#
+# * a rule of `_NEW_OR_PASSED` gives each linear operand either the
+#   cotangent it was given, unchanged (then the operand's is owned if that
+#   one was, and goes to that operand alone), or an array it has just
+#   computed from it (a product, a negation, a sum over broadcast axes, a
+#   cast): never a view of it or a value held elsewhere. Any other rule's
+#   results are not owned (a reshape's view, a broadcast, whatever a
+#   custom_vjp's bwd or tap_grad's callback returns or keeps).
+# * a sum of two cotangents is owned: computed into one of the two if the
+#   pass owns it, else into a new array.
+#
+# Only when the pass computes now (evaluation current: a trace stages or
+# checks each operation instead), and only large NumPy arrays: below
+# LARGE_ARRAY_BYTES a new array costs less than the bookkeeping.
+_NEW_OR_PASSED = frozenset({
+    elementwise.add_p, elementwise.sub_p, elementwise.neg_p, elementwise.mul_p, elementwise.div_p,
+    linalg.matmul_p,
+})
+
+# Those of them whose transpose in their linear operand is the primitive's own
+# ufunc with the cotangent in that operand's place: computed into the
+# cotangent's buffer when the pass owns it (`_transpose_into`).
+_SELF_TRANSPOSED: dict[Primitive, np.ufunc] = {
+    elementwise.neg_p: np.negative, elementwise.mul_p: np.multiply, elementwise.div_p: np.true_divide,
+}
 
 
-def _references_of_a_local() -> int:
-    probe = np.empty(0)
-    return _references(probe)
+def _owned_kind(x: Any) -> bool:
+    """Whether cotangent `x` is of the kind the pass writes into when it owns it."""
+    return type(x) is np.ndarray and x.nbytes >= LARGE_ARRAY_BYTES
 
 
-# Cotangents the backward pass may overwrite: large arrays referenced by one
-# local variable of the backward pass and nothing else (no other cotangent,
-# no view, no caller). The count is measured the way it is checked, since it
-# differs between Python versions; without a GIL, reference counts do not say this.
-_SOLE_REFERENCE = _references_of_a_local() if getattr(sys, "_is_gil_enabled", lambda: True)() else -1
+def _transpose_into(prim: Primitive, ct: np.ndarray, args: list[Any]) -> list[Any] | None:
+    """The transpose of `prim` (of `_SELF_TRANSPOSED`), computed into the buffer of
+    `ct`, which the backward pass owns: its ufunc on the operands with `ct` in
+    the linear one's place, in their order, so the same numbers as the rule's.
+    None where the result does not fit `ct` (another shape or dtype: the rule
+    sums or casts)."""
+    operands = []
+    linear = -1
+    for i, x in enumerate(args):
+        if type(x) is UndefinedPrimal:
+            if x.aval.shape != ct.shape or x.aval.dtype != ct.dtype:
+                return None
+            linear = i
+            x = ct
+        operands.append(x)
+    if np.result_type(*operands) != ct.dtype:
+        return None
+    _SELF_TRANSPOSED[prim](*operands, out=ct)
+    cts_in: list[Any] = [None] * len(args)
+    cts_in[linear] = ct
+    return cts_in
 
 
-def _add_into(total: np.ndarray, c: Any) -> list[Any]:
-    """Accumulate cotangent `c` into `total`'s buffer (an overwrite rule)."""
-    if np.result_type(total, c) == total.dtype and np.shape(c) == total.shape:
-        return [np.add(total, c, out=total)]
-    return [elementwise.add(total, c)]
+def _add_into(out: np.ndarray, prev: Any, c: Any) -> bool:
+    """`prev + c` computed into `out` (one of the two, owned by the backward pass),
+    if the sum fits it (its shape and dtype); whether it did."""
+    if np.shape(prev) != np.shape(c) or np.result_type(prev, c) != out.dtype:
+        return False
+    np.add(prev, c, out=out)
+    return True
 
 
 def backward_pass(
@@ -303,10 +348,10 @@ def backward_pass(
     large (or traced) constant dropped after the last equation (in backward
     order) that uses it.
 
-    A large cotangent the pass computed itself and alone refers to is
-    overwritten by its equation's transpose (`transpose_in_place_rules`) or
-    by the sum of cotangents, instead of filling fresh memory, when the
-    current trace agrees (`Trace.overwrite`)."""
+    A large cotangent the pass owns (made itself, held nowhere else: see
+    `_NEW_OR_PASSED`) is written into by its equation's transpose
+    (`_SELF_TRANSPOSED`) or by a sum of cotangents, instead of filling fresh
+    memory; a caller's cotangent, a residual or a constant never is."""
     known: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     release: dict[int, list[Var]] = {}
     if consume:
@@ -328,15 +373,23 @@ def backward_pass(
     # added into its cotangent: added all at once (indexing.add_pieces) when
     # something else needs it, rather than each scattered into a fresh array.
     pieces: dict[Var, list[tuple[Any, Any]]] = {}
+    # The variables whose cotangent in `cts` the pass owns (see _NEW_OR_PASSED).
+    # Each cotangent is read once, by the transpose of the equation that
+    # defines its variable (or returned, for an input), so ownership passes
+    # from a cotangent to what its transpose makes of it.
+    owned: set[Any] = set()
+    owning = ctx.trace is EVAL_TRACE
     add = elementwise.add
-    trace = ctx.trace
+    ndarray = np.ndarray
     missing = object()
     undefined = _undefined
 
-    for v, ct in zip(jaxpr.outvars, cts_out):
+    for v, ct in zip(jaxpr.outvars, cts_out):  # the caller's: never owned, but a sum of them is
         if ct is not None and type(v) is Var and v not in known:
             prev = cts.get(v)
             cts[v] = ct if prev is None else add(prev, ct)
+            if prev is not None and owning and _owned_kind(cts[v]):
+                owned.add(v)
 
     eqns = jaxpr.eqns
     for i in range(len(eqns) - 1, -1, -1):
@@ -347,16 +400,19 @@ def backward_pass(
         prim = eqn.primitive
         if pieces:
             for v in eqn.outvars:
-                if v in pieces:
+                if v in pieces:  # their sum is new, but not claimed
                     cts[v] = indexing.add_pieces(v.aval, cts.pop(v, None), pieces.pop(v))
+                    owned.discard(v)
         if prim.multiple_results:
             ct = [cts.pop(v, None) for v in eqn.outvars]
             if all(c is None for c in ct):
                 continue
+            ct_owned = False
         else:
             ct = cts.pop(eqn.outvars[0], None)
             if ct is None:
                 continue
+            ct_owned = eqn.outvars[0] in owned if owned else False
         if prim is getitem_p:
             x = eqn.invars[0]
             idx = eqn.params["idx"]
@@ -377,40 +433,46 @@ def backward_pass(
             raise missing_rule_error(prim.name, "transpose", "reverse mode")
         try:
             cts_in = None
-            # Cheap tests first (small arrays and scalars are not worth it),
-            # then the references, then the trace's say (Trace.overwrite).
-            if (
-                prim in transpose_in_place_rules
-                and ((type(ct) is np.ndarray and ct.nbytes >= LARGE_ARRAY_BYTES) or isinstance(ct, Tracer))
-                and _references(ct) == _SOLE_REFERENCE
-            ):
-                cts_in = trace.overwrite(transpose_in_place_rules[prim], ct, args, eqn.params)
+            if ct_owned and prim in _SELF_TRANSPOSED:
+                cts_in = _transpose_into(prim, ct, args)
             if cts_in is None:
                 cts_in = rule(ct, *args, **eqn.params) if eqn.params else rule(ct, *args)
         except FloatingPointError as e:  # from debug_nans: say where in the forward computation
             raise FloatingPointError(
                 f"{e}\n  in the backward pass, in the derivative of `{eqn.source}`"
             ) from None
+        makes = owning and prim in _NEW_OR_PASSED
         # A rule returns None for the non-linear operands, so any cotangent
         # it returns belongs to a linear variable.
         for a, c in zip(eqn.invars, cts_in):
             if c is None:
                 continue
+            # Owned: new, or the owned ct, and handed to this operand alone
+            # (the kind test inlined: this is the hot path).
+            mine = (makes and type(c) is ndarray and c.nbytes >= LARGE_ARRAY_BYTES
+                    and (c is not ct or ct_owned) and sum(x is c for x in cts_in) == 1)
             prev = cts.pop(a, None)
-            if pieces and a in pieces:
+            if pieces and a in pieces:  # their sum is new, but not claimed
                 prev = indexing.add_pieces(a.aval, prev, pieces.pop(a))
+                owned.discard(a)
             if prev is None:
                 cts[a] = c
+                if mine:
+                    owned.add(a)
                 continue
-            total = None
-            if (
-                ((type(prev) is np.ndarray and prev.nbytes >= LARGE_ARRAY_BYTES) or isinstance(prev, Tracer))
-                and _references(prev) == _SOLE_REFERENCE
-            ):
-                total = trace.overwrite(_add_into, prev, [c], {})
-            cts[a] = add(prev, c) if total is None else total[0]
-        # Drop this iteration's references, so that they do not keep the next
-        # cotangents from being overwritten.
+            if owned and a in owned and _add_into(prev, prev, c):
+                cts[a] = prev
+            elif mine and _add_into(c, prev, c):
+                cts[a] = c
+                owned.add(a)
+            else:
+                cts[a] = total = add(prev, c)
+                if owning and type(total) is ndarray and total.nbytes >= LARGE_ARRAY_BYTES:
+                    owned.add(a)
+                elif owned:
+                    owned.discard(a)
+        # Drop this iteration's references, so that a cotangent no longer
+        # needed is freed before the next equation fills new memory.
         ct = cts_in = c = prev = total = None
     for v, gathered in pieces.items():
         cts[v] = indexing.add_pieces(v.aval, cts.pop(v, None), gathered)

@@ -93,26 +93,45 @@ def test_grad_of_grad_of_a_vector_function():
     np.testing.assert_allclose(hvp, expected)
 
 
-# --- cotangents overwritten in place (transpose_in_place_rules) ---------------------------------
+# --- cotangents the backward pass owns, written into (reverse._NEW_OR_PASSED) ----------------------
 
 BIG = 1 << 16  # float64 elements: 512 KiB, above LARGE_ARRAY_BYTES
 
 
-def _count_in_place_calls(monkeypatch):
-    from fgrad.core import rules
+def _count_writes(monkeypatch):
+    """The writes the backward pass makes into cotangents it owns: a primitive's
+    name for a transpose computed in place, "add" for a sum."""
+    import sys
 
+    reverse = sys.modules["fgrad.transforms.reverse"]
     calls = []
-    for prim, rule in list(rules.transpose_in_place_rules.items()):
-        def counted(ct, *args, _rule=rule, _name=prim.name, **params):
-            calls.append(_name)
-            return _rule(ct, *args, **params)
+    transpose_into, add_into = reverse._transpose_into, reverse._add_into
 
-        monkeypatch.setitem(rules.transpose_in_place_rules, prim, counted)
+    def counted_transpose(prim, ct, args):
+        out = transpose_into(prim, ct, args)
+        if out is not None:
+            calls.append(prim.name)
+        return out
+
+    def counted_add(out, prev, c):
+        done = add_into(out, prev, c)
+        if done:
+            calls.append("add")
+        return done
+
+    monkeypatch.setattr(reverse, "_transpose_into", counted_transpose)
+    monkeypatch.setattr(reverse, "_add_into", counted_add)
     return calls
 
 
-def test_large_cotangents_are_overwritten_and_the_gradient_is_unchanged(monkeypatch):
-    calls = _count_in_place_calls(monkeypatch)
+def _read_only(x):
+    x = np.array(x)
+    x.flags.writeable = False
+    return x
+
+
+def test_large_cotangents_the_pass_made_are_written_into_and_the_gradient_is_unchanged(monkeypatch):
+    calls = _count_writes(monkeypatch)
     x = np.linspace(-2.0, 2.0, BIG)
     before = x.copy()
 
@@ -122,40 +141,90 @@ def test_large_cotangents_are_overwritten_and_the_gradient_is_unchanged(monkeypa
     g = fgrad.grad(f)(x)
     s, e = np.sin(x), np.exp(-x * x)
     np.testing.assert_allclose(g, (np.cos(x) - 2 * x * s) * e / 3.0, rtol=1e-12, atol=1e-15)
-    assert {"mul", "neg"} <= set(calls)
+    assert {"mul", "neg", "add"} <= set(calls)
     np.testing.assert_array_equal(x, before)
 
 
-def test_small_cotangents_are_never_overwritten(monkeypatch):
-    calls = _count_in_place_calls(monkeypatch)
+def test_the_sum_of_two_paths_and_a_matmul_cotangent_are_written_into(monkeypatch):
+    calls = _count_writes(monkeypatch)
+    rng = np.random.default_rng(5)
+    x, W = rng.standard_normal((256, 128)), rng.standard_normal((128, 128)) / 12
+    g = fgrad.grad(lambda x: fnp.sum(fnp.tanh(x @ W) @ W) + fnp.sum(x * x))(x)
+    t = np.tanh(x @ W)
+    np.testing.assert_allclose(g, ((1 - t * t) * W.sum(axis=1)) @ W.T + 2 * x, rtol=1e-12, atol=1e-14)
+    assert set(calls) == {"mul", "add"}  # tanh's factor on matmul's cotangent; the paths to x summed
+
+
+def test_small_cotangents_are_never_written_into(monkeypatch):
+    calls = _count_writes(monkeypatch)
     fgrad.grad(lambda x: fnp.sum(-fnp.sin(x) * 2.0))(np.linspace(0.0, 1.0, 100))
     assert calls == []
 
 
-def test_a_cotangent_someone_else_holds_is_not_overwritten():
+def test_a_callers_cotangent_is_never_written_into_and_vjp_may_be_called_again():
     x = np.linspace(0.0, 1.0, BIG)
-    y, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * 2.0, x)
+    y, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * 2.0 + x, x)
     ct = np.linspace(1.0, 2.0, BIG)
     kept = ct.copy()
     first = vjp_fn(ct)[0]
     np.testing.assert_array_equal(ct, kept)  # the caller's cotangent
     np.testing.assert_array_equal(vjp_fn(ct)[0], first)  # residuals intact for a second call
-    np.testing.assert_allclose(first, -2.0 * np.cos(x) * ct, rtol=1e-12)
+    np.testing.assert_array_equal(vjp_fn(_read_only(ct))[0], first)  # read-only: nothing tries to write
+    np.testing.assert_allclose(first, (1.0 - 2.0 * np.cos(x)) * ct, rtol=1e-12)
 
 
-def test_values_returned_alongside_the_gradient_are_not_overwritten():
+def test_a_callers_cotangent_passed_on_by_a_sum_to_one_operand_is_not_written_into():
+    # add's transpose hands ct itself to x's side and a sum of it to the scalar s:
+    # x's side still holds the caller's array, which neg's transpose must not overwrite.
+    x = np.linspace(0.0, 1.0, BIG)
+    _, vjp_fn = fgrad.vjp(lambda x, s: -(x * 2.0) + s, x, 0.5)
+    ct = np.linspace(1.0, 2.0, BIG)
+    kept = ct.copy()
+    gx, gs = vjp_fn(ct)
+    np.testing.assert_array_equal(ct, kept)
+    np.testing.assert_array_equal(gx, -2.0 * kept)
+    np.testing.assert_allclose(gs, kept.sum(), rtol=1e-12)
+    np.testing.assert_array_equal(vjp_fn(_read_only(ct))[0], gx)
+
+
+def test_one_cotangent_array_given_for_two_outputs_is_read_not_written():
     x = np.linspace(0.1, 1.0, BIG)
+    _, vjp_fn = fgrad.vjp(lambda x: (-(x * 2.0), x * 3.0, x), x)
+    ct = np.linspace(1.0, 2.0, BIG)
+    kept = ct.copy()
+    (g,) = vjp_fn((ct, ct, ct))
+    np.testing.assert_allclose(g, 2.0 * kept, rtol=1e-12)  # -2 + 3 + 1
+    np.testing.assert_array_equal(ct, kept)
+
+
+def test_the_identity_hands_back_the_callers_cotangent_untouched():
+    x = np.linspace(0.1, 1.0, BIG)
+    _, vjp_fn = fgrad.vjp(lambda x: x, x)
+    ct = np.linspace(1.0, 2.0, BIG)
+    kept = ct.copy()
+    np.testing.assert_array_equal(vjp_fn(ct)[0], kept)
+    np.testing.assert_array_equal(ct, kept)
+
+
+G = np.linspace(-1.0, 1.0, BIG)  # a global array, closed over
+
+
+def test_inputs_and_globals_returned_or_kept_alongside_the_gradient_are_not_written_into():
+    x = np.linspace(0.1, 1.0, BIG)
+    x_kept, g_kept = x.copy(), G.copy()
 
     def f(x):
         h = fnp.exp(x) * 2.0
-        return fnp.sum(-h), h  # h is both a residual and an aux output
+        return fnp.sum(-(h * G)) + fnp.sum(-x), (x, G, h)  # h is both a residual and an aux output
 
-    (value, h), g = fgrad.value_and_grad(f, has_aux=True)(x)
-    np.testing.assert_allclose(h, 2.0 * np.exp(x), rtol=1e-12)
-    np.testing.assert_allclose(g, -2.0 * np.exp(x), rtol=1e-12)
+    (value, (x_out, g_out, h)), g = fgrad.value_and_grad(f, has_aux=True)(x)
+    np.testing.assert_allclose(g, -2.0 * np.exp(x_kept) * g_kept - 1.0, rtol=1e-12)
+    np.testing.assert_allclose(h, 2.0 * np.exp(x_kept), rtol=1e-12)
+    for a, b in ((x, x_kept), (G, g_kept), (x_out, x_kept), (g_out, g_kept)):
+        np.testing.assert_array_equal(a, b)
 
 
-def test_a_cotangent_shared_by_two_inputs_is_not_overwritten_for_either():
+def test_a_cotangent_shared_by_two_inputs_is_not_written_into_for_either():
     x = np.linspace(0.1, 1.0, BIG)
 
     def f(x, y):
@@ -165,9 +234,12 @@ def test_a_cotangent_shared_by_two_inputs_is_not_overwritten_for_either():
     gx, gy = fgrad.grad(lambda x, y: f(-x, y / 2.0), argnums=(0, 1))(x, x.copy())
     np.testing.assert_allclose(gx, np.full(BIG, -3.0))
     np.testing.assert_allclose(gy, np.full(BIG, 1.5))
+    gx, gy = fgrad.grad(lambda x, y: fnp.sum((x + y) * 3.0), argnums=(0, 1))(x, x)  # fanned out to both
+    np.testing.assert_array_equal(gx, np.full(BIG, 3.0))
+    np.testing.assert_array_equal(gy, np.full(BIG, 3.0))
 
 
-def test_a_cotangent_is_cast_to_its_input_dtype_when_overwritten():
+def test_a_cotangent_is_cast_to_its_input_dtype_when_written_into():
     x = np.linspace(0.1, 1.0, BIG, dtype=np.float32)
     w = np.linspace(1.0, 2.0, BIG)  # float64: the product, and its cotangent, are float64
 
@@ -176,26 +248,66 @@ def test_a_cotangent_is_cast_to_its_input_dtype_when_overwritten():
     np.testing.assert_allclose(g, (-w * w).astype(np.float32), rtol=1e-6)
 
 
-# --- the same under vmap: batches of cotangents overwritten (BatchTrace.overwrite) -----------------
+def test_what_a_custom_vjp_rule_returns_or_keeps_is_never_written_into():
+    # The bwd keeps the cotangent it is given (which the pass made) and returns
+    # its residual (a forward value) or a global: none may change afterwards.
+    seen = []
+
+    @fgrad.custom_vjp
+    def passed(x):
+        return x * 1.0
+
+    passed.defvjp(lambda x: (passed(x), x), lambda res, g: (seen.append((g, np.array(g))) or res,))
+
+    @fgrad.custom_vjp
+    def to_global(x):
+        return x * 1.0
+
+    to_global.defvjp(lambda x: (to_global(x), None), lambda res, g: (G,))
+    x = np.linspace(0.1, 1.0, BIG)
+    w = np.linspace(1.0, 2.0, BIG)
+    g_kept = G.copy()
+
+    # passed(-x)'s cotangent is -x (its residual), then negated by neg's transpose.
+    _, vjp_fn = fgrad.vjp(lambda x: fnp.sum(passed(-x) * w), x)
+    first = vjp_fn(1.0)[0]
+    np.testing.assert_array_equal(first, x)
+    np.testing.assert_array_equal(vjp_fn(1.0)[0], first)  # the residual intact
+    for g, copy in seen:
+        np.testing.assert_array_equal(g, copy)
+    g = fgrad.grad(lambda x: fnp.sum(-to_global(-x) * w) + fnp.sum(x * w))(x)
+    np.testing.assert_array_equal(g, -g_kept + w)
+    np.testing.assert_array_equal(G, g_kept)
+
+
+def test_a_cotangent_tap_grad_shows_the_user_is_never_written_into_afterwards():
+    seen = []
+    x, w = np.linspace(0.1, 1.0, BIG), np.linspace(1.0, 2.0, BIG)
+
+    def f(x):
+        tapped = fgrad.debug.tap_grad(x * w, lambda ct: seen.append((ct, np.array(ct))))
+        return fnp.sum(-tapped * w)  # tap_grad sees an owned cotangent, then x's mul transposes it
+
+    g = fgrad.grad(f)(x)
+    np.testing.assert_allclose(g, -w * w, rtol=1e-12)
+    ((ct, copy),) = seen
+    np.testing.assert_array_equal(ct, copy)
+    np.testing.assert_array_equal(ct, -w)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero", "ignore:invalid value")
+def test_debug_nans_checks_the_backward_products_of_large_arrays_too():
+    # sqrt's factor at 0 is inf: the cotangent 0 * inf is NaN in the backward pass only.
+    with fgrad.debug.debug_nans(), pytest.raises(FloatingPointError, match="`mul` produced NaN"):
+        fgrad.grad(lambda x: fnp.sum(fnp.sqrt(x) * 0.0))(np.zeros(BIG))
+
+
+# --- the same under vmap: batches of cotangents (nothing written: the pass computes through vmap) ---
 
 WIDE = 256  # a batch of 256 vectors of 256 float64: 512 KiB
 
 
-def _count_accumulations(monkeypatch, calls):
-    from fgrad.transforms import reverse
-
-    add_into = reverse._add_into
-
-    def counted(total, c):
-        calls.append("add")
-        return add_into(total, c)
-
-    monkeypatch.setattr(reverse, "_add_into", counted)
-
-
-def test_jacrev_overwrites_its_batched_cotangents_and_matches_the_closed_form(monkeypatch):
-    calls = _count_in_place_calls(monkeypatch)
-    _count_accumulations(monkeypatch, calls)
+def test_jacrev_of_a_large_jacobian_matches_the_closed_form_and_leaves_its_inputs():
     rng = np.random.default_rng(0)
     A, x = rng.standard_normal((WIDE, WIDE)) / 16, rng.standard_normal(WIDE)
     A_before, x_before = A.copy(), x.copy()
@@ -204,13 +316,12 @@ def test_jacrev_overwrites_its_batched_cotangents_and_matches_the_closed_form(mo
     first = jac(x)
     t = np.tanh(A @ x)
     np.testing.assert_allclose(first, (1 - t**2)[:, None] * A * x[:, None] + np.diag(t), atol=1e-14)
-    assert {"mul", "add"} <= set(calls)  # tanh's factor, and the two paths to x summed, in place
     np.testing.assert_array_equal(jac(x), first)
     np.testing.assert_array_equal(A, A_before)
     np.testing.assert_array_equal(x, x_before)
 
 
-def test_a_batch_of_cotangents_the_caller_holds_is_not_overwritten():
+def test_a_batch_of_cotangents_the_caller_holds_is_not_written_into():
     rng = np.random.default_rng(1)
     x = rng.standard_normal(WIDE)
     y, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * 2.0 + x, x)
@@ -224,9 +335,9 @@ def test_a_batch_of_cotangents_the_caller_holds_is_not_overwritten():
 
 
 @pytest.mark.parametrize("in_axes", [0, 1])
-def test_batched_cotangents_summed_back_to_a_smaller_rank_are_not_overwritten(in_axes):
+def test_batched_cotangents_summed_back_to_a_smaller_rank(in_axes):
     # The linear input (3,) is broadcast against W (WIDE, 3) by the product:
-    # its cotangent must be summed back, which does not fit the batch in place.
+    # its cotangent must be summed back, over the examples' axis but not the batch's.
     rng = np.random.default_rng(2)
     W = rng.standard_normal((WIDE, 3))
     x = rng.standard_normal(3)
@@ -242,26 +353,25 @@ def test_batched_cotangents_summed_back_to_a_smaller_rank_are_not_overwritten(in
     np.testing.assert_allclose(batched, looped, rtol=1e-12)
 
 
-def test_residuals_batched_by_an_enclosing_vmap_are_read_not_written(monkeypatch):
-    # vjp inside vmap: the residuals are themselves batches, at axis 0.
-    calls = _count_in_place_calls(monkeypatch)
+def test_vmap_of_grad_reads_its_batched_residuals_and_inputs_without_writing():
     rng = np.random.default_rng(3)
     xs = rng.standard_normal((4, WIDE * WIDE // 4))
     kept = xs.copy()
 
     def grad_of_one(x):
-        return fgrad.grad(lambda x: fnp.sum(fnp.sin(x) * fnp.exp(-(x**2)) * 3.0))(x)
+        return fgrad.grad(lambda x: fnp.sum(fnp.sin(x) * fnp.exp(-(x**2)) * 3.0 * G[: x.shape[0]]))(x)
 
     batched = fgrad.vmap(grad_of_one)(xs)
-    assert "mul" in calls
     np.testing.assert_array_equal(xs, kept)
+    looped = np.stack([grad_of_one(x) for x in xs])
+    np.testing.assert_allclose(batched, looped, rtol=1e-13, atol=1e-15)
     s, e = np.sin(xs), np.exp(-xs * xs)
-    np.testing.assert_allclose(batched, 3.0 * (np.cos(xs) - 2 * xs * s) * e, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(batched, 3.0 * (np.cos(xs) - 2 * xs * s) * e * G[: xs.shape[1]],
+                               rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("in_axes", [0, 1])
-def test_cotangents_batched_by_two_nested_vmaps_are_overwritten_correctly(monkeypatch, in_axes):
-    calls = _count_in_place_calls(monkeypatch)
+def test_cotangents_batched_by_two_nested_vmaps(in_axes):
     rng = np.random.default_rng(4)
     x = rng.standard_normal(512)
     _, vjp_fn = fgrad.vjp(lambda x: -fnp.sin(x) * fnp.exp(x) * 2.0, x)
@@ -270,7 +380,6 @@ def test_cotangents_batched_by_two_nested_vmaps_are_overwritten_correctly(monkey
     batched = fgrad.vmap(fgrad.vmap(vjp_fn), in_axes=in_axes)(cts)[0]
     looped = np.stack([np.stack([vjp_fn(ct)[0] for ct in row]) for row in cts])
     np.testing.assert_allclose(batched, looped if in_axes == 0 else np.moveaxis(looped, 1, 0), rtol=1e-13)
-    assert "neg" in calls
     np.testing.assert_array_equal(cts, kept)
 
 
@@ -323,12 +432,14 @@ def basic_indices(draw, shape):
         elif kind == "none":
             idx.append(None)
             continue
-        elif kind == "ellipsis" and not ellipsis:
+        elif ellipsis:  # after an Ellipsis NumPy aligns the indices with the last axes: index them all
+            continue
+        elif kind == "ellipsis":
             idx.append(Ellipsis)
             ellipsis = True
             axis = max(axis, len(shape) - draw(st.integers(0, len(shape) - axis)))
             continue
-        elif kind == "end":
+        else:  # "end"
             break
         axis += 1
     return tuple(idx)
