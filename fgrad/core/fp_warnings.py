@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["user_warnings", "enter", "leave", "reissue"]
+__all__ = ["user_warnings", "enter", "leave", "reissue", "operation_of"]
 
 # NumPy >= 2 keeps its error state in a context variable: set it directly, at a quarter of
 # np.errstate's cost (a jitted call pays it). A NumPy without one gets np.errstate.
@@ -52,7 +52,7 @@ def _outside(frame: FrameType) -> bool:
     return package not in _LIBRARIES
 
 
-def _operation(frame: FrameType) -> str | None:
+def operation_of(frame: FrameType) -> str | None:
     """The operation an fgrad frame is computing: a primitive among its locals,
     or the function a line of generated code calls."""
     filename = frame.f_code.co_filename
@@ -72,18 +72,19 @@ def _operation(frame: FrameType) -> str | None:
     return None
 
 
-def reissue(kind: str, flag: int) -> None:
+def reissue(kind: str, flag: int, operation: str | None = None) -> None:
     """NumPy's "call" handler: warn `kind` ("invalid value", "divide by zero", ...)
-    as NumPy would, from the user's frame."""
+    as NumPy would, from the user's frame. `operation` names the operation
+    when the caller knows it (a warning that arose in another thread)."""
     frame: FrameType | None = sys._getframe(1)
-    operation = derivative_of = None
+    derivative_of = None
     while frame is not None and not _outside(frame):
         if operation is None:
-            operation = _operation(frame)
+            operation = operation_of(frame)
         elif derivative_of is None and frame.f_globals.get("__name__") in _DIFFERENTIATION:
             # An operation further out whose rule is running (a jvp rule computing log's 1/x),
             # or a backward pass's equation, which says whose derivative it belongs to.
-            found = _operation(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
+            found = operation_of(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
             if found != operation:
                 derivative_of = found
         frame = frame.f_back
