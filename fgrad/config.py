@@ -28,10 +28,11 @@ True
   about how many elements of each array a block holds.
 * `jit_fusion_threads` (default None: `os.cpu_count()`; FGRAD_JIT_FUSION_THREADS):
   how many threads at most run a fused cluster's blocks, the calling thread
-  included (1: only the calling thread).
+  included (1: only the calling thread); read at each call.
 
-The jit options are read when a jitted function generates the code of a
-version: versions compiled before keep theirs (`f.clear_cache()` recompiles).
+The other jit_fusion options are read when a jitted function generates the
+code of a version: versions compiled before keep theirs (`f.clear_cache()`
+compiles them again).
 """
 
 from __future__ import annotations
