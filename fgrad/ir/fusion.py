@@ -1,0 +1,471 @@
+"""Fusion: clusters of elementwise equations on large arrays, run in blocks.
+
+On arrays of millions of elements each NumPy call of jit's code reads and
+writes whole arrays from memory, and each result is a full-size temporary.
+`fuse_clusters` groups maximal clusters of equations of one result shape
+that NumPy computes element by element (`core.rules.blockwise`: ufuncs,
+`where`, casts; operands may broadcast), each cluster optionally ending in
+reductions of its values (`core.rules.reduce_rules`: a sum, max or min over
+all axes, or over trailing axes that a block holds whole), and replaces each
+by one `fused` equation. Its code (`Cluster`) runs the cluster's equations
+on one block of the arrays at a time: a block is about
+`jit_fusion_block_size` elements, so its temporaries stay in the cache and
+are written over from block to block (`out=`), and the blocks run across a
+few threads (ir/blocks.py). Only values used outside the cluster are
+computed in full.
+
+Results: each element of an elementwise result is computed by the same
+NumPy function on the same elements as without fusion, so it has the same
+bits. A reduction over all axes is the reduction of each block's partial
+result, which rounds differently from NumPy's pairwise sum of the whole
+array (equal to rounding; max and min are exact); a reduction over trailing
+axes reduces whole rows in each block, as NumPy does.
+
+The pass is static: it reads avals and the rule tables, never values. A
+cluster keeps the order of effects: it never spans an equation with one.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.rules import blockwise, out_rules, reduce_rules
+from ..core.trace import Primitive
+from .blocks import run_blocks, thread_count
+from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from .passes import has_effects
+
+__all__ = ["fused_p", "Cluster", "fuse_clusters"]
+
+
+def _fused_impl(*args: Any, cluster: Cluster) -> list[Any]:
+    return cluster(*args)
+
+
+def _fused_aval(*avals: ShapedArray, cluster: Cluster) -> list[ShapedArray]:
+    return [v.aval for v in cluster.jaxpr.outvars]
+
+
+#: A cluster as one equation of the jaxpr jit's code is written from (never traced).
+fused_p = Primitive("fused", _fused_impl, _fused_aval, multiple_results=True)
+
+
+def _split_axis(shape: tuple[int, ...], block: int) -> int:
+    """The axis blocks are cut along: the first whose trailing axes hold at most `block` elements."""
+    k = 0
+    while math.prod(shape[k + 1:]) > block:
+        k += 1
+    return k
+
+
+class Cluster:
+    """A cluster's equations as code that runs them block by block.
+
+    `jaxpr` takes the values the cluster reads (`invars`) and gives the
+    values used outside it: first those of the full `shape`, then the
+    reductions' results. Called with the inputs (and with `out`, a buffer
+    for its single output when it has one and no reduction), it returns the
+    outputs. `source` is the text of its block function.
+    """
+
+    __slots__ = ("jaxpr", "shape", "block", "n_blocks", "geometry", "reductions", "n_full", "work",
+                 "source", "namespace", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, shape: tuple[int, ...], block: int) -> None:
+        self.jaxpr = jaxpr
+        self.shape = shape
+        self.block = block
+        k = _split_axis(shape, block)
+        rows = max(1, block // math.prod(shape[k + 1:]))
+        part = -(-shape[k] // -(-shape[k] // rows))  # equal parts, none much smaller than the others
+        spans = [(lo, min(lo + part, shape[k])) for lo in range(0, shape[k], part)]
+        self.geometry = [(*o, lo, hi) for o in itertools.product(*map(range, shape[:k])) for lo, hi in spans]
+        self.n_blocks = len(self.geometry)
+        reducing: dict[Any, JaxprEqn] = {e.outvars[0]: e for e in jaxpr.eqns if e.primitive in reduce_rules}
+        self.n_full = sum(v not in reducing for v in jaxpr.outvars)
+        # Per reduction: its ufunc, and whether it is over all axes
+        self.reductions = [(reduce_rules[e.primitive], len(e.params["axes"]) == len(shape))
+                           for e in (reducing[v] for v in jaxpr.outvars[self.n_full:])]
+        self.source, self.namespace = _BlockWriter(self, k, part, shape[k] % part != 0).write()
+        self.work: Callable[..., None] | None = None
+
+    @property
+    def takes_out(self) -> bool:
+        """Whether a buffer may be given for its one output: every block reads an
+        input's elements before it writes that output's, which can then be an
+        input's buffer that dies here."""
+        jaxpr = self.jaxpr
+        return len(jaxpr.outvars) == self.n_full == 1 and jaxpr.eqns[-1].outvars[0] is jaxpr.outvars[0]
+
+    def compile(self, filename: str) -> None:
+        exec(compile(self.source, filename, "exec"), self.namespace)
+        self.work = self.namespace["fused"]
+
+    def __call__(self, *ins: Any, out: np.ndarray | None = None) -> list[Any]:
+        outvars = self.jaxpr.outvars
+        outs = [np.empty(self.shape, v.aval.dtype) for v in outvars[:self.n_full]] if out is None else [out]
+        reduced = [np.empty(self.n_blocks if whole else v.aval.shape, v.aval.dtype)
+                   for v, (_, whole) in zip(outvars[self.n_full:], self.reductions)]
+        assert self.work is not None, "a cluster is compiled before it runs"
+        run_blocks(self.work, self.n_blocks, (self.geometry, *ins, *outs, *reduced))
+        for i, (ufunc, whole) in enumerate(self.reductions):
+            if whole:  # the blocks' partial results, in block order whichever thread computed each
+                reduced[i] = ufunc.reduce(reduced[i])
+        return [*outs, *reduced]
+
+    def describe(self) -> str:
+        names = ", ".join(dict.fromkeys(e.primitive.name for e in self.jaxpr.eqns))
+        n = len(self.jaxpr.eqns)
+        shape = ",".join(map(str, self.shape))
+        return (f"{n} equation{'s' if n != 1 else ''} ({names}) on arrays [{shape}] fused: "
+                f"{self.n_blocks} block{'s' if self.n_blocks != 1 else ''} on up to {thread_count()} threads")
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"
+
+
+class _BlockWriter:
+    """The source of a cluster's block function, `fused(claim, geometry, *ins, *outs, *reduced)`:
+    it takes block numbers from `claim()` and computes each block's equations."""
+
+    def __init__(self, cluster: Cluster, k: int, part: int, ragged: bool) -> None:
+        self.cluster = cluster
+        self.k = k
+        self.part = part
+        self.ragged = ragged
+        self.namespace: dict[str, Any] = {"empty": np.empty}
+        self.seen: dict[int, str] = {}
+
+    def glob(self, value: Any, prefix: str) -> str:
+        name = self.seen.get(id(value))
+        if name is None:
+            name = self.seen[id(value)] = f"{prefix}{len(self.seen)}"
+            self.namespace[name] = value
+        return name
+
+    def index(self, shape: tuple[int, ...]) -> str | None:
+        """The subscript of a block of an array of `shape` (broadcast to the
+        cluster's), or None for the whole array (it broadcasts as it is)."""
+        n, k = len(self.cluster.shape), self.k
+        parts = []
+        for j, size in enumerate(shape):
+            axis = n - len(shape) + j
+            if axis < k:
+                parts.append("0" if size == 1 else f"i{axis}")
+            elif axis == k:
+                parts.append(":" if size == 1 else "lo:hi")
+            else:
+                parts.append(":")
+        while parts and parts[-1] == ":":
+            parts.pop()
+        return ", ".join(parts) if parts else None
+
+    def write(self) -> tuple[str, dict[str, Any]]:
+        cluster, k = self.cluster, self.k
+        jaxpr = cluster.jaxpr
+        n_in, n_full = len(jaxpr.invars), cluster.n_full
+        ins = [f"a{i}" for i in range(n_in)]
+        outs = [f"o{i}" for i in range(n_full)]
+        reduced = [f"r{i}" for i in range(len(jaxpr.outvars) - n_full)]
+        block_shape = (self.part, *cluster.shape[k + 1:])
+        body: list[str] = []  # the lines of one block
+        where: dict[Any, str] = {}
+        for v, name in zip(jaxpr.invars, ins):
+            sub = self.index(v.aval.shape)
+            if sub is None:
+                where[v] = name
+            else:
+                where[v] = f"x{len(where)}"
+                body.append(f"{where[v]} = {name}[{sub}]")
+        full = self.index(cluster.shape) or ":"
+        for out, name in zip(jaxpr.outvars[:n_full], outs):
+            where[out] = f"u{name[1:]}"
+            body.append(f"{where[out]} = {name}[{full}]")
+        last: dict[Var, int] = {}
+        for i, eqn in enumerate(jaxpr.eqns):
+            for a in eqn.invars:
+                if type(a) is Var:
+                    last[a] = i
+        buffers: list[np.dtype] = []  # the block buffers, by slot
+        free: dict[np.dtype, list[int]] = {}
+        reductions = iter(zip(reduced, cluster.reductions))
+
+        def atom(a: Any) -> str:
+            return self.glob(a.val, "k") if type(a) is Literal else where[a]
+
+        for i, eqn in enumerate(jaxpr.eqns):
+            args = [atom(a) for a in eqn.invars]
+            for a in dict.fromkeys(eqn.invars):  # a buffer whose value dies here may take the result
+                if type(a) is Var and last.get(a) == i and where[a][0] == "t":
+                    free.setdefault(a.aval.dtype, []).append(int(where[a][1:]))
+            out = eqn.outvars[0]
+            if eqn.primitive in reduce_rules:
+                name, (reducer, whole) = next(reductions)
+                reduce = self.glob(reducer.reduce, "f")
+                if whole:
+                    body.append(f"{name}[b] = {reduce}({args[0]}, axis=None)")
+                else:  # whole rows of the result: its axes are the block's outer ones
+                    rows = ", ".join([*(f"i{a}" for a in range(k)), "lo:hi"])
+                    axes = tuple(a - k for a in eqn.params["axes"])
+                    body.append(f"{reduce}({args[0]}, axis={axes}, out={name}[{rows}])")
+                continue
+            ufunc = out_rules.get(eqn.primitive)
+            if ufunc is not None and not eqn.params:
+                f = self.glob(ufunc, "f")
+                if out not in where:
+                    dtype = out.aval.dtype
+                    slots = free.get(dtype)
+                    slot = slots.pop() if slots else None
+                    if slot is None:
+                        slot = len(buffers)
+                        buffers.append(dtype)
+                    where[out] = f"t{slot}"
+                body.append(f"{where[out]} = {f}({', '.join(args)}, out={where[out]})")
+                continue
+            impl = eqn.primitive.impl
+            f = self.glob(functools.partial(impl, **eqn.params) if eqn.params else impl, "f")
+            if out in where:  # an output: into its block
+                body.append(f"{where[out]}[...] = {f}({', '.join(args)})")
+            else:  # a new array of the block's size
+                where[out] = f"v{i}"
+                body.append(f"{where[out]} = {f}({', '.join(args)})")
+        unpack = ", ".join([*(f"i{a}" for a in range(k)), "lo", "hi"])
+        dtypes = [self.glob(d, "d") for d in buffers]
+        legend = ", ".join(f"{name} = {_shown(self.namespace[name])}" for name in self.seen.values())
+        lines = [f"# aN: inputs, oN: results, rN: reductions (per block where over all axes); {legend}",
+                 f"def fused(claim, geometry, {', '.join([*ins, *outs, *reduced])}):",
+                 "    b = claim()",
+                 f"    if b >= {cluster.n_blocks}:",
+                 "        return",
+                 *(f"    T{s} = empty({block_shape}, {d})" for s, d in enumerate(dtypes)),
+                 f"    while b < {cluster.n_blocks}:",
+                 f"        {unpack} = geometry[b]"]
+        if self.ragged and buffers:
+            lines.append("        m = hi - lo")
+            lines.extend(f"        t{s} = T{s}[:m]" for s in range(len(buffers)))
+        else:
+            lines.extend(f"        t{s} = T{s}" for s in range(len(buffers)))
+        lines.extend("        " + line for line in body)
+        lines.append("        b = claim()")
+        return "\n".join(lines), self.namespace
+
+
+def _shown(value: Any) -> str:
+    """A global of a block function, for the comment above it."""
+    if isinstance(value, functools.partial):
+        params = ", ".join(f"{k}={v!r}" for k, v in value.keywords.items())
+        return f"{_shown(value.func)} with {params}"
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, np.ufunc):
+        return f"numpy.{value.__name__}"
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, np.ufunc):  # its reduce
+        return f"numpy.{owner.__name__}.{value.__name__}"
+    if callable(value):
+        return f"{getattr(value, '__module__', None) or 'numpy'}.{getattr(value, '__qualname__', value)}"
+    return repr(value)
+
+
+def _member_shape(eqn: JaxprEqn, least: int) -> tuple[int, ...] | None:
+    """The result shape of an equation that can be a cluster's member, else None."""
+    if eqn.primitive not in blockwise or len(eqn.outvars) != 1:
+        return None
+    out = eqn.outvars[0].aval
+    if not out.shape or math.prod(out.shape) < least or out.dtype.kind not in "biufc":
+        return None
+    if any(a.aval.dtype.kind not in "biufc" for a in eqn.invars):
+        return None
+    return out.shape
+
+
+def _reduces_blocks(eqn: JaxprEqn, shape: tuple[int, ...], block: int) -> bool:
+    """Whether a reduction (`reduce_rules`) of a value of the cluster's `shape`
+    can be computed from its blocks: over all axes (partial results combined),
+    or over trailing axes that every block holds whole."""
+    axes = eqn.params.get("axes")
+    if not axes or eqn.invars[0].aval.dtype.kind not in "fc":
+        return False
+    first = axes[0]
+    if tuple(axes) != tuple(range(first, len(shape))):
+        return False
+    return first == 0 or first > _split_axis(shape, block)
+
+
+def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
+    """`jaxpr` with each cluster of elementwise equations whose results have at
+    least `min_size` elements replaced by one `fused` equation (blocks of about
+    `block` elements), its equations reordered where a cluster needs it; None
+    where it has no cluster.
+
+    Equations join clusters in order. An equation joins the clusters (of its
+    result's shape) that computed its operands unless that would make a cycle:
+    a value read from outside that depends on one of them (through an
+    equation outside), or one of them depending on another through an
+    equation outside. Then it joins the one of them it can, or starts its own.
+    `reach[v]` is the set of clusters a value depends on; clusters merge
+    (union-find, `find`), and an equation with effects closes every cluster.
+    """
+    eqns = jaxpr.eqns
+    least = max(1, min_size)
+    parent: list[int] = []
+    shape_of: list[tuple[int, ...]] = []
+    depends_on: list[set[int]] = []  # the clusters each cluster reads values of through equations outside it
+    open_: set[int] = set()
+    home: dict[int, int] = {}  # equation index -> its cluster
+    internal: dict[Var, int] = {}  # elementwise members' results -> their cluster
+    reach: dict[Var, frozenset[int]] = {}
+    reductions: set[int] = set()
+
+    def find(c: int) -> int:
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    def outside(eqn: JaxprEqn, inside: set[int]) -> set[int]:
+        """The clusters that the operands of `eqn` not computed in `inside` depend on."""
+        deps: set[int] = set()
+        for a in eqn.invars:
+            if type(a) is not Var:
+                continue
+            c = internal.get(a)
+            if c is not None and find(c) in inside:
+                continue
+            deps.update(find(r) for r in reach.get(a, ()))
+        return deps
+
+    def joinable(eqn: JaxprEqn, inside: set[int]) -> set[int] | None:
+        deps = outside(eqn, inside)
+        if deps & inside or any({find(r) for r in depends_on[c]} & inside for c in inside):
+            return None
+        return deps
+
+    for i, eqn in enumerate(eqns):
+        dependent: frozenset[int] = frozenset()
+        for a in eqn.invars:
+            if type(a) is Var:
+                found = reach.get(a)
+                if found:
+                    dependent = dependent | found
+        if has_effects(eqn):
+            open_.clear()
+        elif (shape := _member_shape(eqn, least)) is not None:
+            candidates = []
+            for a in eqn.invars:
+                c = internal.get(a) if type(a) is Var else None
+                if c is not None and (c := find(c)) in open_ and shape_of[c] == shape and c not in candidates:
+                    candidates.append(c)
+            chosen: set[int] = set(candidates)
+            deps = joinable(eqn, chosen)
+            if deps is None:
+                for c in candidates:
+                    deps = joinable(eqn, chosen := {c})
+                    if deps is not None:
+                        break
+                else:
+                    chosen, deps = set(), outside(eqn, set())
+            root = len(parent)
+            parent.append(root)
+            shape_of.append(shape)
+            depends_on.append(deps.union(*(depends_on[c] for c in chosen)))
+            for c in chosen:
+                parent[c] = root
+                open_.discard(c)
+            open_.add(root)
+            home[i] = root
+            internal[eqn.outvars[0]] = root
+            dependent = dependent | {root}
+        elif eqn.primitive in reduce_rules and len(eqn.invars) == 1 and type(eqn.invars[0]) is Var:
+            c = internal.get(eqn.invars[0])
+            if c is not None and (c := find(c)) in open_ and _reduces_blocks(eqn, shape_of[c], block):
+                home[i] = c
+                reductions.add(i)
+        if dependent:
+            for v in eqn.outvars:
+                reach[v] = dependent
+    if not home:
+        return None
+    members: dict[int, list[int]] = {}
+    for i in sorted(home):
+        members.setdefault(find(home[i]), []).append(i)
+    return _scheduled(jaxpr, members, reductions, shape_of, block)
+
+
+def _scheduled(jaxpr: Jaxpr, members: dict[int, list[int]], reductions: set[int],
+               shape_of: list[tuple[int, ...]], block: int) -> Jaxpr:
+    """The jaxpr with each cluster as one equation, in an order where every
+    value is computed before it is read: the original order but for what a
+    cluster needs moved before it (Kahn's algorithm, by first position), and
+    effects in their order."""
+    eqns = jaxpr.eqns
+    unit_of = list(range(len(eqns)))  # equation -> its unit: itself, or its cluster's
+    units: list[JaxprEqn | None] = list(eqns)
+    keys = list(range(len(eqns)))
+    for idx in members.values():
+        u = len(units)
+        for i in idx:
+            unit_of[i] = u
+        units.append(None)
+        keys.append(idx[-1])
+    used_outside: set[Var] = {a for a in jaxpr.outvars if type(a) is Var}
+    for i, eqn in enumerate(eqns):
+        for a in eqn.invars:
+            if type(a) is Var and unit_of[i] == i:
+                used_outside.add(a)
+    producer: dict[Var, int] = {}
+    for i, eqn in enumerate(eqns):
+        for v in eqn.outvars:
+            producer[v] = unit_of[i]
+    for idx in members.values():
+        u = unit_of[idx[0]]
+        for i in idx:  # a value another cluster reads is used outside this one
+            for a in eqns[i].invars:
+                if type(a) is Var and producer.get(a, u) != u:
+                    used_outside.add(a)
+    for root, idx in members.items():
+        units[unit_of[idx[0]]] = _fused_eqn([eqns[i] for i in idx], {i for i in idx if i in reductions},
+                                            idx, used_outside, shape_of[root], block)
+    after: list[list[int]] = [[] for _ in units]
+    waiting = [0] * len(units)
+    live = sorted(set(unit_of))
+    effects = [u for u in live if has_effects(units[u])]  # type: ignore[arg-type]
+    edges: set[tuple[int, int]] = set(zip(effects, effects[1:]))
+    for u in live:
+        for a in units[u].invars:  # type: ignore[union-attr]
+            if type(a) is Var and a in producer and producer[a] != u:
+                edges.add((producer[a], u))
+    for before, later in edges:
+        after[before].append(later)
+        waiting[later] += 1
+    ready = [(keys[u], u) for u in live if not waiting[u]]
+    heapq.heapify(ready)
+    order: list[JaxprEqn] = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        order.append(units[u])  # type: ignore[arg-type]
+        for w in after[u]:
+            waiting[w] -= 1
+            if not waiting[w]:
+                heapq.heappush(ready, (keys[w], w))
+    assert len(order) == len(live), "fusion made a cycle"
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, order)
+
+
+def _fused_eqn(cluster_eqns: list[JaxprEqn], reducing: set[int], idx: list[int], used_outside: set[Var],
+               shape: tuple[int, ...], block: int) -> JaxprEqn:
+    computed = {v for e, i in zip(cluster_eqns, idx) if i not in reducing for v in e.outvars}
+    ins = list(dict.fromkeys(a for e in cluster_eqns for a in e.invars
+                             if type(a) is Var and a not in computed))
+    full = [v for e, i in zip(cluster_eqns, idx) if i not in reducing for v in e.outvars if v in used_outside]
+    reduced = [e.outvars[0] for e, i in zip(cluster_eqns, idx) if i in reducing]
+    cluster = Cluster(Jaxpr([], ins, [*full, *reduced], cluster_eqns), shape, block)
+    return JaxprEqn(fused_p, list(ins), [*full, *reduced], {"cluster": cluster})
