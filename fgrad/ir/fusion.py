@@ -32,30 +32,37 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..core.avals import ShapedArray
 from ..core.rules import blockwise, out_rules, reduce_rules
 from ..core.trace import Primitive
 from .blocks import run_blocks, thread_count
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from .passes import has_effects
 
-__all__ = ["fused_p", "Cluster", "fuse_clusters"]
+__all__ = ["fused_p", "Fused", "Cluster", "fuse_clusters"]
 
 
-def _fused_impl(*args: Any, cluster: Cluster) -> list[Any]:
-    return cluster(*args)
+class Fused:
+    """What a `fused` equation applies: its `cluster` parameter to the
+    equation's operands. Not a Primitive: such equations exist only in the
+    jaxpr that jit's code is written from, which no transform ever sees."""
+
+    __slots__ = ()
+    name = "fused"
+    multiple_results = True
+
+    @staticmethod
+    def impl(*args: Any, cluster: Cluster) -> list[Any]:
+        return cluster(*args)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-def _fused_aval(*avals: ShapedArray, cluster: Cluster) -> list[ShapedArray]:
-    return [v.aval for v in cluster.jaxpr.outvars]
-
-
-#: A cluster as one equation of the jaxpr jit's code is written from (never traced).
-fused_p = Primitive("fused", _fused_impl, _fused_aval, multiple_results=True)
+fused_p = Fused()
 
 
 def _split_axis(shape: tuple[int, ...], block: int) -> int:
@@ -468,4 +475,4 @@ def _fused_eqn(cluster_eqns: list[JaxprEqn], reducing: set[int], idx: list[int],
     full = [v for e, i in zip(cluster_eqns, idx) if i not in reducing for v in e.outvars if v in used_outside]
     reduced = [e.outvars[0] for e, i in zip(cluster_eqns, idx) if i in reducing]
     cluster = Cluster(Jaxpr([], ins, [*full, *reduced], cluster_eqns), shape, block)
-    return JaxprEqn(fused_p, list(ins), [*full, *reduced], {"cluster": cluster})
+    return JaxprEqn(cast(Primitive, fused_p), list(ins), [*full, *reduced], {"cluster": cluster})
