@@ -380,17 +380,21 @@ def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
                         break
                 else:
                     chosen, deps = set(), outside(eqn, set())
-            root = len(parent)
-            parent.append(root)
-            shape_of.append(shape)
-            depends_on.append(deps.union(*(depends_on[c] for c in chosen)))
-            for c in chosen:
-                parent[c] = root
-                open_.discard(c)
+            if chosen:  # one of them is the merged cluster's id
+                root = min(chosen)
+                for c in chosen:
+                    parent[c] = root
+                    open_.discard(c)
+                depends_on[root] = {find(r) for r in deps.union(*(depends_on[c] for c in chosen))}
+            else:
+                root = len(parent)
+                parent.append(root)
+                shape_of.append(shape)
+                depends_on.append(deps)
             open_.add(root)
             home[i] = root
             internal[eqn.outvars[0]] = root
-            dependent = dependent | {root}
+            dependent = frozenset({root, *map(find, dependent)})
         elif eqn.primitive in reduce_rules and len(eqn.invars) == 1 and type(eqn.invars[0]) is Var:
             c = internal.get(eqn.invars[0])
             if c is not None and (c := find(c)) in open_ and _reduces_blocks(eqn, shape_of[c], block):
