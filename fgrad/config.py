@@ -24,7 +24,7 @@ True
 * `jit_fusion_min_size` (elements, default 131072; FGRAD_JIT_FUSION_MIN_SIZE):
   the size of a cluster's arrays from which it runs fused; below, one NumPy
   call per equation costs less.
-* `jit_fusion_block_size` (elements, default 16384; FGRAD_JIT_FUSION_BLOCK_SIZE):
+* `jit_fusion_block_size` (elements, default 32768; FGRAD_JIT_FUSION_BLOCK_SIZE):
   about how many elements of each array a block holds.
 * `jit_fusion_threads` (default None: `os.cpu_count()`; FGRAD_JIT_FUSION_THREADS):
   how many threads at most run a fused cluster's blocks, the calling thread
@@ -63,7 +63,7 @@ class Config:
             self.update("log_compiles_slower_than", None if seconds.lower() == "none" else float(seconds))
         self.jit_fusion = os.environ.get(_OPTIONS["jit_fusion"], "1") not in ("", "0")
         self.jit_fusion_min_size: int = 1 << 17
-        self.jit_fusion_block_size: int = 1 << 14
+        self.jit_fusion_block_size: int = 1 << 15
         self.jit_fusion_threads: int | None = None
         for name in _COUNTS:
             given = os.environ.get(_OPTIONS[name], "")

@@ -2,9 +2,9 @@
 
 On arrays of millions of elements each NumPy call of jit's code reads and
 writes whole arrays from memory, and each result is a full-size temporary.
-`fuse_clusters` groups maximal clusters of equations of one result shape
-that NumPy computes element by element (`core.rules.blockwise`: ufuncs,
-`where`, casts; operands may broadcast), each cluster optionally ending in
+`fuse_clusters` groups maximal clusters of two or more equations of one
+result shape that NumPy computes element by element (`core.rules.blockwise`:
+ufuncs, `where`, casts; operands may broadcast), each cluster optionally ending in
 reductions of its values (`core.rules.reduce_rules`: a sum, max or min over
 all axes, or over trailing axes that a block holds whole), and replaces each
 by one `fused` equation. Its code (`Cluster`) runs the cluster's equations
@@ -403,11 +403,15 @@ def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
         if dependent:
             for v in eqn.outvars:
                 reach[v] = dependent
-    if not home:
-        return None
     members: dict[int, list[int]] = {}
     for i in sorted(home):
         members.setdefault(find(home[i]), []).append(i)
+    # One equation alone reads and writes its arrays once either way, and the plain
+    # code writes it into a dead buffer: no cluster (nor a cycle, since every
+    # value's `reach` counts the paths through its equation as through any other).
+    members = {root: idx for root, idx in members.items() if len(idx) > 1}
+    if not members:
+        return None
     return _scheduled(jaxpr, members, reductions, shape_of, block)
 
 
