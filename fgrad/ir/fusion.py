@@ -28,7 +28,6 @@ cluster keeps the order of effects: it never spans an equation with one.
 from __future__ import annotations
 
 import functools
-import heapq
 import itertools
 import math
 from collections.abc import Callable
@@ -83,13 +82,12 @@ class Cluster:
     outputs. `source` is the text of its block function.
     """
 
-    __slots__ = ("jaxpr", "shape", "block", "n_blocks", "geometry", "reductions", "n_full", "work",
+    __slots__ = ("jaxpr", "shape", "n_blocks", "geometry", "reductions", "n_full", "work",
                  "source", "namespace", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, shape: tuple[int, ...], block: int) -> None:
         self.jaxpr = jaxpr
         self.shape = shape
-        self.block = block
         k = _split_axis(shape, block)
         rows = max(1, block // math.prod(shape[k + 1:]))
         part = -(-shape[k] // -(-shape[k] // rows))  # equal parts, none much smaller than the others
@@ -310,26 +308,24 @@ def _reduces_blocks(eqn: JaxprEqn, shape: tuple[int, ...], block: int) -> bool:
 def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
     """`jaxpr` with each cluster of elementwise equations whose results have at
     least `min_size` elements replaced by one `fused` equation (blocks of about
-    `block` elements), its equations reordered where a cluster needs it; None
-    where it has no cluster.
+    `block` elements), or None where it has no cluster.
 
-    Equations join clusters in order. An equation joins the clusters (of its
-    result's shape) that computed its operands unless that would make a cycle:
-    a value read from outside that depends on one of them (through an
-    equation outside), or one of them depending on another through an
-    equation outside. Then it joins the one of them it can, or starts its own.
-    `reach[v]` is the set of clusters a value depends on; clusters merge
-    (union-find, `find`), and an equation with effects closes every cluster.
+    Equations join clusters in order, and a cluster's equation takes the place
+    of its last member, so that no value is read before it is computed: an
+    equation joins the open clusters (of its result's shape) that computed
+    its operands, and any other equation that reads a cluster's value (or one
+    of its reductions' results) closes that cluster, which takes no member
+    after it. An equation with effects closes every cluster. Linear in the
+    number of equations (clusters merge by union-find, `find`).
     """
     eqns = jaxpr.eqns
     least = max(1, min_size)
     parent: list[int] = []
     shape_of: list[tuple[int, ...]] = []
-    depends_on: list[set[int]] = []  # the clusters each cluster reads values of through equations outside it
     open_: set[int] = set()
     home: dict[int, int] = {}  # equation index -> its cluster
-    internal: dict[Var, int] = {}  # elementwise members' results -> their cluster
-    reach: dict[Var, frozenset[int]] = {}
+    made_by: dict[Var, int] = {}  # members' results -> their cluster
+    internal: set[Var] = set()  # those of elementwise members, which later members may read block by block
     reductions: set[int] = set()
 
     def find(c: int) -> int:
@@ -338,141 +334,65 @@ def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
             c = parent[c]
         return c
 
-    def outside(eqn: JaxprEqn, inside: set[int]) -> set[int]:
-        """The clusters that the operands of `eqn` not computed in `inside` depend on."""
-        deps: set[int] = set()
-        for a in eqn.invars:
-            if type(a) is not Var:
-                continue
-            c = internal.get(a)
-            if c is not None and find(c) in inside:
-                continue
-            deps.update(find(r) for r in reach.get(a, ()))
-        return deps
-
-    def joinable(eqn: JaxprEqn, inside: set[int]) -> set[int] | None:
-        deps = outside(eqn, inside)
-        if deps & inside or any({find(r) for r in depends_on[c]} & inside for c in inside):
-            return None
-        return deps
-
     for i, eqn in enumerate(eqns):
-        dependent: frozenset[int] = frozenset()
-        for a in eqn.invars:
-            if type(a) is Var:
-                found = reach.get(a)
-                if found:
-                    dependent = dependent | found
+        read = {find(made_by[a]) for a in eqn.invars if type(a) is Var and a in made_by}
+        joined: int | None = None
         if has_effects(eqn):
             open_.clear()
         elif (shape := _member_shape(eqn, least)) is not None:
-            candidates = []
-            for a in eqn.invars:
-                c = internal.get(a) if type(a) is Var else None
-                if c is not None and (c := find(c)) in open_ and shape_of[c] == shape and c not in candidates:
-                    candidates.append(c)
-            chosen: set[int] = set(candidates)
-            deps = joinable(eqn, chosen)
-            if deps is None:
-                for c in candidates:
-                    deps = joinable(eqn, chosen := {c})
-                    if deps is not None:
-                        break
-                else:
-                    chosen, deps = set(), outside(eqn, set())
-            if chosen:  # one of them is the merged cluster's id
-                root = min(chosen)
-                for c in chosen:
-                    parent[c] = root
+            # A cluster whose reduction it reads is done only after its last block.
+            blocked = {find(made_by[a]) for a in eqn.invars if type(a) is Var and a in made_by
+                       and a not in internal}
+            chosen = sorted(c for c in read if c in open_ and shape_of[c] == shape and c not in blocked
+                            and any(type(a) is Var and a in internal and find(made_by[a]) == c
+                                    for a in eqn.invars))
+            if chosen:
+                joined = chosen[0]
+                for c in chosen[1:]:
+                    parent[c] = joined
                     open_.discard(c)
-                depends_on[root] = {find(r) for r in deps.union(*(depends_on[c] for c in chosen))}
             else:
-                root = len(parent)
-                parent.append(root)
+                joined = len(parent)
+                parent.append(joined)
                 shape_of.append(shape)
-                depends_on.append(deps)
-            open_.add(root)
-            home[i] = root
-            internal[eqn.outvars[0]] = root
-            dependent = frozenset({root, *map(find, dependent)})
-        elif eqn.primitive in reduce_rules and len(eqn.invars) == 1 and type(eqn.invars[0]) is Var:
-            c = internal.get(eqn.invars[0])
-            if c is not None and (c := find(c)) in open_ and _reduces_blocks(eqn, shape_of[c], block):
-                home[i] = c
+                open_.add(joined)
+            internal.add(eqn.outvars[0])
+        elif eqn.primitive in reduce_rules and len(eqn.invars) == 1 and eqn.invars[0] in internal:
+            c = find(made_by[eqn.invars[0]])
+            if c in open_ and _reduces_blocks(eqn, shape_of[c], block):
+                joined = c
                 reductions.add(i)
-        if dependent:
+        open_.difference_update(read - {joined})
+        if joined is not None:
+            home[i] = joined
             for v in eqn.outvars:
-                reach[v] = dependent
+                made_by[v] = joined
     members: dict[int, list[int]] = {}
     for i in sorted(home):
         members.setdefault(find(home[i]), []).append(i)
     # One equation alone reads and writes its arrays once either way, and the plain
-    # code writes it into a dead buffer: no cluster (nor a cycle, since every
-    # value's `reach` counts the paths through its equation as through any other).
+    # code writes it into a dead buffer: no cluster.
     members = {root: idx for root, idx in members.items() if len(idx) > 1}
     if not members:
         return None
-    return _scheduled(jaxpr, members, reductions, shape_of, block)
-
-
-def _scheduled(jaxpr: Jaxpr, members: dict[int, list[int]], reductions: set[int],
-               shape_of: list[tuple[int, ...]], block: int) -> Jaxpr:
-    """The jaxpr with each cluster as one equation, in an order where every
-    value is computed before it is read: the original order but for what a
-    cluster needs moved before it (Kahn's algorithm, by first position), and
-    effects in their order."""
-    eqns = jaxpr.eqns
-    unit_of = list(range(len(eqns)))  # equation -> its unit: itself, or its cluster's
-    units: list[JaxprEqn | None] = list(eqns)
-    keys = list(range(len(eqns)))
-    for idx in members.values():
-        u = len(units)
-        for i in idx:
-            unit_of[i] = u
-        units.append(None)
-        keys.append(idx[-1])
-    used_outside: set[Var] = {a for a in jaxpr.outvars if type(a) is Var}
+    cluster_of = {i: root for root, idx in members.items() for i in idx}
+    used_outside = {a for a in jaxpr.outvars if type(a) is Var}
     for i, eqn in enumerate(eqns):
         for a in eqn.invars:
-            if type(a) is Var and unit_of[i] == i:
+            if type(a) is not Var:
+                continue
+            if i not in cluster_of or a not in made_by or find(made_by[a]) != cluster_of[i]:
                 used_outside.add(a)
-    producer: dict[Var, int] = {}
+    out: list[JaxprEqn] = []
     for i, eqn in enumerate(eqns):
-        for v in eqn.outvars:
-            producer[v] = unit_of[i]
-    for idx in members.values():
-        u = unit_of[idx[0]]
-        for i in idx:  # a value another cluster reads is used outside this one
-            for a in eqns[i].invars:
-                if type(a) is Var and producer.get(a, u) != u:
-                    used_outside.add(a)
-    for root, idx in members.items():
-        units[unit_of[idx[0]]] = _fused_eqn([eqns[i] for i in idx], {i for i in idx if i in reductions},
-                                            idx, used_outside, shape_of[root], block)
-    after: list[list[int]] = [[] for _ in units]
-    waiting = [0] * len(units)
-    live = sorted(set(unit_of))
-    effects = [u for u in live if has_effects(units[u])]  # type: ignore[arg-type]
-    edges: set[tuple[int, int]] = set(zip(effects, effects[1:]))
-    for u in live:
-        for a in units[u].invars:  # type: ignore[union-attr]
-            if type(a) is Var and a in producer and producer[a] != u:
-                edges.add((producer[a], u))
-    for before, later in edges:
-        after[before].append(later)
-        waiting[later] += 1
-    ready = [(keys[u], u) for u in live if not waiting[u]]
-    heapq.heapify(ready)
-    order: list[JaxprEqn] = []
-    while ready:
-        _, u = heapq.heappop(ready)
-        order.append(units[u])  # type: ignore[arg-type]
-        for w in after[u]:
-            waiting[w] -= 1
-            if not waiting[w]:
-                heapq.heappush(ready, (keys[w], w))
-    assert len(order) == len(live), "fusion made a cycle"
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, order)
+        root = cluster_of.get(i)
+        if root is None:
+            out.append(eqn)
+        elif members[root][-1] == i:  # the cluster in its last member's place
+            idx = members[root]
+            out.append(_fused_eqn([eqns[j] for j in idx], reductions, idx, used_outside, shape_of[root],
+                                  block))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, out)
 
 
 def _fused_eqn(cluster_eqns: list[JaxprEqn], reducing: set[int], idx: list[int], used_outside: set[Var],
