@@ -350,3 +350,14 @@ def test_the_options_are_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("FGRAD_JIT_FUSION_BLOCK_SIZE", "big")
     with pytest.raises(ValueError, match="FGRAD_JIT_FUSION_BLOCK_SIZE='big'.*takes a whole number"):
         Config()
+
+
+def test_chains_that_meet_make_one_cluster():
+    x, y = values((40,), "real", 13), values((40,), "real", 14)
+
+    def f(x, y):
+        return fnp.sin(x) * 2.0 + fnp.cos(y) * 3.0
+
+    got, text = run(f, x, y)
+    assert text.count("def fused") == 1 and "5 equations (sin, mul, cos, add)" in text
+    same_bits(got, f(x, y))
