@@ -361,3 +361,16 @@ def test_chains_that_meet_make_one_cluster():
     got, text = run(f, x, y)
     assert text.count("def fused") == 1 and "5 equations (sin, mul, cos, add)" in text
     same_bits(got, f(x, y))
+
+
+def test_a_donated_argument_s_buffer_may_take_the_result():
+    x = values((40_000,), "real", 15)  # large enough to be reused
+    want = np.sin(x) * 2.0 + x
+    with fusion(True):
+        g = fgrad.jit(lambda x: fnp.sin(x) * 2.0 + x, donate_argnums=0)
+        text = g.lower(x).as_text()
+        given = x.copy()
+        got = g(given)
+    assert "fused" in text
+    same_bits(got, want)
+    assert np.shares_memory(got, given)  # written block by block over the blocks it read
