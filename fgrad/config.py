@@ -21,7 +21,7 @@ True
   (and a sum, max or min of their result) fused, in blocks that stay in the
   cache, across threads (ir/fusion.py). Off, each equation is one NumPy call
   on the whole arrays.
-* `jit_fusion_min_size` (elements, default 131072; FGRAD_JIT_FUSION_MIN_SIZE):
+* `jit_fusion_min_size` (elements, default 262144; FGRAD_JIT_FUSION_MIN_SIZE):
   the size of a cluster's arrays from which it runs fused; below, one NumPy
   call per equation costs less.
 * `jit_fusion_block_size` (elements, default 32768; FGRAD_JIT_FUSION_BLOCK_SIZE):
@@ -62,7 +62,7 @@ class Config:
         if seconds:
             self.update("log_compiles_slower_than", None if seconds.lower() == "none" else float(seconds))
         self.jit_fusion = os.environ.get(_OPTIONS["jit_fusion"], "1") not in ("", "0")
-        self.jit_fusion_min_size: int = 1 << 17
+        self.jit_fusion_min_size: int = 1 << 18
         self.jit_fusion_block_size: int = 1 << 15
         self.jit_fusion_threads: int | None = None
         for name in _COUNTS:
