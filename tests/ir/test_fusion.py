@@ -126,8 +126,13 @@ def test_fused_chains_equal_eager_and_unfused_jit(ops, shapes, seed, strided):
     plain, plain_text = run(lambda *xs: f(fnp, *xs), a, b, c, d, on=False)
     assert "def fused" not in plain_text
     for got, unfused, want in zip(fused[:-2], plain[:-2], eager[:-2]):
-        same_bits(got, want)
         same_bits(got, unfused)
+        if np.ndim(want):
+            same_bits(got, want)
+        else:  # jit writes `a * b`, which NumPy's scalars compute apart from its ufunc (complex: 1 ulp)
+            dtype = np.asarray(want).dtype
+            assert np.asarray(got).dtype == dtype
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps if dtype.kind in "fc" else 0)
     for got, want in zip(fused[-2:], eager[-2:]):  # sums: taken block by block, to rounding
         assert np.asarray(got).dtype == np.asarray(want).dtype
         rtol = 1e-4 if np.asarray(want).dtype in (np.float32, np.complex64) else 1e-12
