@@ -2,12 +2,13 @@
 
 On arrays of millions of elements each NumPy call of jit's code reads and
 writes whole arrays from memory, and each result is a full-size temporary.
-`fuse_clusters` groups maximal clusters of two or more equations of one
-result shape that NumPy computes element by element (`core.rules.blockwise`:
-ufuncs, `where`, casts; operands may broadcast), each cluster optionally ending in
-reductions of its values (`core.rules.reduce_rules`: a sum, max or min over
-all axes, or over trailing axes that a block holds whole), and replaces each
-by one `fused` equation. Its code (`Cluster`) runs the cluster's equations
+`fuse_clusters` groups clusters of two or more equations of one result
+shape that NumPy computes element by element (`core.rules.blockwise`:
+ufuncs, `where`, casts; operands may broadcast), as large as program order
+allows (a cluster grows until another equation reads one of its values),
+each optionally ending in reductions of its values (`core.rules.reduce_rules`:
+a sum, max or min over all axes, or over trailing axes that a block holds
+whole), and replaces each by one `fused` equation. Its code (`Cluster`) runs the cluster's equations
 on one block of the arrays at a time: a block is about
 `jit_fusion_block_size` elements, so its temporaries stay in the cache and
 are written over from block to block (`out=`), and the blocks run across a
@@ -19,7 +20,9 @@ NumPy function on the same elements as without fusion, so it has the same
 bits. A reduction over all axes is the reduction of each block's partial
 result, which rounds differently from NumPy's pairwise sum of the whole
 array (equal to rounding; max and min are exact); a reduction over trailing
-axes reduces whole rows in each block, as NumPy does.
+axes reduces whole rows in each block, as NumPy does. Only the code runs in
+blocks: the jaxpr jit shows (`Lowered.jaxpr`) is the unfused one, and the
+generated source (`as_text()`) shows each block function.
 
 The pass is static: it reads avals and the rule tables, never values. A
 cluster keeps the order of effects: it never spans an equation with one.
