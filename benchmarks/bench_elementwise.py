@@ -10,11 +10,21 @@ the subexpressions shared as one would write it. fgrad also computes the
 value (grad evaluates the function), which the baseline skips. Target: fgrad
 <= 1.1 x hand-written. HIPS autograd, PyTorch and JAX (no jit) are timed too
 when installed.
+
+Then W6, `jit(grad)` of the same function: fgrad.jit with its elementwise
+cluster fused (run in cache-sized blocks across threads, ir/fusion.py), the
+same on one thread, and without fusion (one NumPy call per equation on the
+whole arrays, `jit_fusion` off), beside the hand-written NumPy and
+`jax.jit(grad)` (float64) when JAX is installed. Target: fused fgrad.jit <=
+1.0 x jax.jit (without JAX, the pairs are with the hand-written NumPy and no
+target is checked). Run with FGRAD_BENCH_PEERS=jax to keep PyTorch out of the
+process (its threads slow what runs after it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -25,6 +35,7 @@ import fgrad.numpy as fnp
 
 SIZE = 1_000_000
 TARGET = 1.1
+JIT_TARGET = 1.0  # W6: fgrad.jit(grad) <= jax.jit(grad)
 
 
 def loss_fn(np_like: Any) -> Callable[[Any], Any]:
@@ -81,6 +92,51 @@ def main() -> None:
 
     results = interleaved(contenders, repeats=30, number=2, baseline="hand-written numpy")
     report("Elementwise 1e6 grad: fgrad / hand-written", results, "hand-written numpy", target=TARGET)
+    main_jit(x, expected, jax)
+
+
+@contextlib.contextmanager
+def options(**settings: Any) -> Iterator[None]:
+    """fgrad.config's options set for a while."""
+    saved = {name: getattr(fgrad.config, name) for name in settings}
+    for name, value in settings.items():
+        fgrad.config.update(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            fgrad.config.update(name, value)
+
+
+def main_jit(x: np.ndarray, expected: np.ndarray, jax: Any) -> None:
+    """W6: fgrad.jit(grad) fused, fused on one thread, unfused; hand-written NumPy; jax.jit."""
+    print("=" * 72)
+    print(f"W6: jit(grad) of sum(sin(x) * exp(-x**2)), x of {SIZE:.0e} float64, fused or not")
+    fused = fgrad.jit(fgrad.grad(loss_fn(fnp)))
+    with options(jit_fusion=False):  # read when the code is generated: at the first call
+        unfused = fgrad.jit(fgrad.grad(loss_fn(fnp)))
+        unfused(x)
+
+    def one_thread() -> Any:
+        with options(jit_fusion_threads=1):  # read at each call
+            return fused(x)
+
+    contenders: dict[str, Callable[[], Any]] = {
+        "fgrad.jit fused": lambda: fused(x), "fgrad.jit fused, 1 thread": one_thread,
+        "fgrad.jit unfused": lambda: unfused(x), "hand-written numpy": lambda: manual_grad(x),
+    }
+    if jax is not None:
+        jg = jax.jit(jax.grad(loss_fn(jax.numpy)))
+        contenders["jax.jit"] = lambda: jax.block_until_ready(jg(x))
+    for name, fn in contenders.items():
+        if not np.allclose(np.asarray(fn()), expected, rtol=1e-9, atol=1e-12):
+            raise SystemExit(f"W6: {name} gradient differs from the hand-written one")
+    if not np.array_equal(fused(x), unfused(x)):
+        raise SystemExit("W6: the fused gradient's bits differ from the unfused one's")
+    baseline = "jax.jit" if jax is not None else "hand-written numpy"
+    results = interleaved(contenders, repeats=20, number=2, baseline=baseline)
+    report(f"W6 jit(grad): fgrad.jit fused / {baseline}", results, baseline,
+           target=JIT_TARGET if jax is not None else None, subject="fgrad.jit fused")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["user_warnings", "enter", "leave", "reissue"]
+__all__ = ["user_warnings", "enter", "leave", "reissue", "operation_of", "for_threads", "enter_state"]
 
 # NumPy >= 2 keeps its error state in a context variable: set it directly, at a quarter of
 # np.errstate's cost (a jitted call pays it). A NumPy without one gets np.errstate.
@@ -52,7 +52,7 @@ def _outside(frame: FrameType) -> bool:
     return package not in _LIBRARIES
 
 
-def _operation(frame: FrameType) -> str | None:
+def operation_of(frame: FrameType) -> str | None:
     """The operation an fgrad frame is computing: a primitive among its locals,
     or the function a line of generated code calls."""
     filename = frame.f_code.co_filename
@@ -72,18 +72,19 @@ def _operation(frame: FrameType) -> str | None:
     return None
 
 
-def reissue(kind: str, flag: int) -> None:
+def reissue(kind: str, flag: int, operation: str | None = None) -> None:
     """NumPy's "call" handler: warn `kind` ("invalid value", "divide by zero", ...)
-    as NumPy would, from the user's frame."""
+    as NumPy would, from the user's frame. `operation` names the operation
+    when the caller knows it (a warning that arose in another thread)."""
     frame: FrameType | None = sys._getframe(1)
-    operation = derivative_of = None
+    derivative_of = None
     while frame is not None and not _outside(frame):
         if operation is None:
-            operation = _operation(frame)
+            operation = operation_of(frame)
         elif derivative_of is None and frame.f_globals.get("__name__") in _DIFFERENTIATION:
             # An operation further out whose rule is running (a jvp rule computing log's 1/x),
             # or a backward pass's equation, which says whose derivative it belongs to.
-            found = _operation(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
+            found = operation_of(frame) or getattr(frame.f_locals.get("eqn"), "source", None)
             if found != operation:
                 derivative_of = found
         frame = frame.f_back
@@ -160,6 +161,51 @@ def _ours_for(current: Any) -> Any:
 def _errstate_switch() -> AbstractContextManager[Any]:
     modes = _handler_modes(dict(np.geterr()))
     return nullcontext() if modes is None else np.errstate(call=reissue, **modes)
+
+
+def for_threads(handler: Callable[[str, int], None]) -> tuple[dict[str, Any], Any]:
+    """For work that other threads share (jit's fused blocks): the modes of the
+    error state in force, and a state for those threads (`enter_state`): the
+    same, but each mode that warns ("warn", or `reissue`'s "call") calls
+    `handler` instead, for the caller to warn once the work is done. None for
+    that state where the user's own handler is in force ("call" with another
+    function, "log", "print"): it must see each error where it happens."""
+    if _extobj_contextvar is None:
+        modes, call = dict(np.geterr()), np.geterrcall()
+        worker = _thread_modes(modes, call)
+        return modes, None if worker is None else (handler, worker)
+    current = _extobj_contextvar.get()
+    found = _threads.get((current, handler))
+    if found is None:
+        settings: dict[str, Any] = _umath._get_extobj_dict()
+        modes = {k: settings[k] for k in _MODES}
+        worker = _thread_modes(modes, settings["call"])
+        state = None if worker is None else _umath._make_extobj(call=handler, bufsize=settings["bufsize"],
+                                                                **worker)
+        if len(_threads) > 256:  # states made by a user's errstate in a loop: forget them
+            _threads.clear()
+        found = _threads[(current, handler)] = (modes, state)
+    return found
+
+
+def enter_state(state: Any) -> Any:
+    """Set a state `for_threads` gave, in this thread; `leave` takes what it returns."""
+    if _extobj_contextvar is None:
+        handler, modes = state
+        switch = np.errstate(call=handler, **modes)
+        switch.__enter__()
+        return switch
+    return _extobj_contextvar.set(state)
+
+
+_threads: dict[tuple[Any, Any], tuple[dict[str, Any], Any]] = {}  # (state in force, handler) -> for_threads
+
+
+def _thread_modes(modes: dict[str, Any], call: Any) -> dict[str, Any] | None:
+    chosen = modes.values()
+    if "print" in chosen or "log" in chosen or ("call" in chosen and call is not reissue):
+        return None
+    return {k: "call" if m in ("warn", "call") else m for k, m in modes.items()}
 
 
 user_warnings: Callable[[], AbstractContextManager[Any]] = _Switch

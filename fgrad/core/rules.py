@@ -34,6 +34,16 @@ never receive a zero array they would have to build first.
   into `buffer` (NumPy's ufuncs, matmul included). jit's code does so when
   a buffer of the result's shape and dtype is free: an operand that dies
   there, or a value that died earlier, whose memory only the code can see.
+* ``blockwise``: primitives whose implementation computes each element of
+  its result from the same elements of its (broadcast) operands alone, with
+  the same bits whatever the size of the arrays, into a new array (never a
+  view): NumPy's ufuncs, `where`, casts. jit's fused code (ir/fusion.py)
+  runs them on blocks of large arrays, those with an out rule into the
+  block's own buffer.
+* ``reduce_rules[p] = ufunc``: `p` (with parameter `axes`) is `ufunc.reduce`
+  over those axes for float and complex operands, so that jit's fused code
+  (ir/fusion.py) may reduce a large elementwise result block by block and
+  combine the blocks' partial results with the same ufunc.
 * ``block_rules[p](writer, eqn, args) -> list[str] | None``: `p` (a
   control-flow primitive) as Python statements (`if`, `while`, `for`) that
   assign its results to `writer.name(v)` for each output `v`, its sub-jaxprs
@@ -80,8 +90,8 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 
 __all__ = [
     "jvp_rules", "transpose_rules", "batch_rules",
-    "emit_rules", "out_rules", "float_rules", "block_rules", "unroll_rules", "jit_rewrites", "effectful",
-    "commutative",
+    "emit_rules", "out_rules", "blockwise", "reduce_rules", "float_rules", "block_rules", "unroll_rules",
+    "jit_rewrites", "effectful", "commutative",
     "LARGE_ARRAY_BYTES", "checked_int64",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -91,6 +101,8 @@ transpose_rules: dict[Primitive, Callable[..., Any]] = {}
 batch_rules: dict[Primitive, Callable[..., Any]] = {}
 emit_rules: dict[Primitive, Callable[..., str | None]] = {}
 out_rules: dict[Primitive, np.ufunc] = {}
+blockwise: set[Primitive] = set()
+reduce_rules: dict[Primitive, np.ufunc] = {}
 float_rules: dict[Primitive, Callable[..., str | None]] = {}
 block_rules: dict[Primitive, Callable[..., list[str] | None]] = {}
 unroll_rules: dict[Primitive, Callable[..., Any]] = {}

@@ -18,6 +18,11 @@ Each primitive says how it is written, beside its other rules
   equation that nothing else has seen, or an argument the caller donated),
   the code writes the result there, `f1(v3, v4, out=v3)`, instead of
   asking for fresh memory. This is decided here, statically, from liveness.
+* Clusters of elementwise equations on large arrays (and reductions of their
+  results) run fused, in blocks across threads (`ir/fusion.py`): the code
+  calls one function per cluster, `v9, = f2(v0)`, whose block function is
+  written below the main one. `fgrad.config`'s `jit_fusion` options say
+  whether and from which size; the code is cached per those settings too.
 * `block_rules`: Python statements for a control-flow primitive (`if`,
   `while`, `for`), its sub-jaxprs written inline (`_Writer.inline`).
 * `float_rules`: an expression over Python scalars, for 0-d values: a float
@@ -47,12 +52,14 @@ from typing import Any
 
 import numpy as np
 
+from ..config import config
 from ..core.avals import ShapedArray, dtype_name
 from ..core.libraries import Library, LibraryTrace, library_impl
 from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
 from .evaluate import eval_closed_now, evaluation_trace
+from .fusion import Cluster, fuse_clusters, fused_p
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .passes import has_effects, last_uses
 
@@ -70,20 +77,21 @@ class CompiledJaxpr:
     (its constants are built in) for the list of its outputs; `source` is the
     text it was compiled from."""
 
-    __slots__ = ("fun", "_source", "_legend", "_rest", "__weakref__")
+    __slots__ = ("fun", "_source", "_legend", "_rest", "_blocks", "__weakref__")
 
     def __init__(self, fun: Callable[..., list[Any]], source: str,
                  legend: dict[str, tuple[Any, ...]] | None = None,
-                 rest: Callable[[], str] | None = None) -> None:
+                 rest: Callable[[], str] | None = None, blocks: str = "") -> None:
         self.fun = fun
         self._source = source
         self._legend = legend or {}
         self._rest = rest  # compiles the function's second part, when first needed, and gives its text
+        self._blocks = blocks  # the block functions of fused clusters
 
     @property
     def source(self) -> str:
         self.complete()
-        return self._source
+        return self._source + self._blocks
 
     def complete(self) -> None:
         """Compile the part of the function generated when first needed (the
@@ -109,7 +117,8 @@ class CompiledJaxpr:
         # f1: reduce_sum's implementation
         # p0: reduce_sum's parameters: axes=(0,)
         """
-        used = set(re.findall(r"\b[a-z]+\d+\b", self.source))
+        self.complete()
+        used = set(re.findall(r"\b[a-z]+\d+\b", self._source))
         lines = []
         for name, about in self._legend.items():
             if name not in used:  # a float version that was not kept
@@ -120,6 +129,9 @@ class CompiledJaxpr:
                 lines.append(f"{name}: {inputs[i] if i < len(inputs) else f'input {i}'}, {aval.str_short()}")
             elif kind == "const":
                 lines.append(f"{name}: {_summary(about[1])}{_within(about[2])}")
+            elif kind == "cluster":
+                lines.append(f"{name}: {about[1].describe()}; its block function `fused` is below"
+                             f"{_within(about[2])}")
             elif kind == "fun":
                 _, prims, fun, where = about
                 how = "'s implementation" if fun is None else f" as {_qualname(fun)} (into a buffer)"
@@ -144,9 +156,9 @@ class CompiledJaxpr:
         return self.source
 
 
-@cached_per_jaxpr
 def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> CompiledJaxpr:
-    """`closed` as generated Python code (cached per jaxpr and `donated`).
+    """`closed` as generated Python code (cached per jaxpr, `donated` and the
+    fusion settings of `fgrad.config`).
 
     `donated[i]` says that the caller gives up input i, so that the code may
     write results into its buffer (only a writeable array that owns its
@@ -175,7 +187,14 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
             return [v2]
     <BLANKLINE>
     """
-    writer = _Writer(closed, donated)
+    fusion = (config.jit_fusion_min_size, config.jit_fusion_block_size) if config.jit_fusion else None
+    return _compiled(closed, donated, fusion)
+
+
+@cached_per_jaxpr
+def _compiled(closed: ClosedJaxpr, donated: tuple[bool, ...],
+              fusion: tuple[int, int] | None) -> CompiledJaxpr:
+    writer = _Writer(closed, donated, fusion)
     jaxpr = closed.jaxpr
     params = ", ".join(writer.name(v) for v in jaxpr.invars)
     body = None
@@ -192,8 +211,13 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
     source = "\n".join(lines)
     filename = _source_file(source)
     exec(compile(source, filename, "exec"), writer.namespace)
+    blocks, files = "", [filename]
+    for cluster in writer.clusters:  # each block function in a file of its own, for tracebacks and warnings
+        files.append(_source_file(cluster.source, " fused"))
+        cluster.compile(files[-1])
+        blocks += "\n\n\n" + cluster.source
     if body is None:
-        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend)
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend, blocks=blocks)
     else:
         # The version on NumPy's scalars runs only where Python's numbers raise:
         # generated and compiled then (compiling costs as much as generating, and
@@ -210,8 +234,9 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
             return writer.namespace["on_numpy_scalars"](*args)
 
         writer.namespace["on_numpy_scalars"] = on_numpy_scalars
-        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend, numpy_version)
-    weakref.finalize(compiled, _released.append, filename)
+        compiled = CompiledJaxpr(writer.namespace["jitted"], source, writer.legend, numpy_version, blocks)
+    for name in files:
+        weakref.finalize(compiled, _released.append, name)
     return compiled
 
 
@@ -383,12 +408,19 @@ def _buffer_candidates(jaxpr: Jaxpr, donated: Sequence[bool]) -> set[Var]:
     other equation (one that might return a view of them) takes them."""
     owned = {v for v, d in zip(jaxpr.invars, donated) if d}
     for eqn in jaxpr.eqns:
-        if eqn.primitive in out_rules:
+        if eqn.primitive in out_rules or eqn.primitive is fused_p:  # fresh arrays; views of none
             owned.update(eqn.outvars)
         else:
             owned.difference_update(a for a in eqn.invars if type(a) is Var)
     owned.difference_update(jaxpr.outvars)
     return owned
+
+
+def _writes_out(eqn: Any) -> bool:
+    """Whether the equation's one result can be written into a buffer given to it (`out=`)."""
+    if eqn.primitive is fused_p:
+        return bool(eqn.params["cluster"].takes_out)
+    return eqn.primitive in out_rules and len(eqn.outvars) == 1
 
 
 def _large(aval: ShapedArray) -> bool:
@@ -419,7 +451,7 @@ class _BufferPlan:
         count = len(buffer_of)
         for i, eqn in enumerate(jaxpr.eqns):
             dead = release.get(i, ())
-            if eqn.primitive in out_rules and len(eqn.outvars) == 1 and _large(eqn.outvars[0].aval):
+            if _writes_out(eqn) and _large(eqn.outvars[0].aval):
                 out = eqn.outvars[0]
                 kind = (out.aval.shape, out.aval.dtype)
                 taken = next((v for v in dead if v in buffer_of and (v.aval.shape, v.aval.dtype) == kind),
@@ -438,6 +470,10 @@ class _BufferPlan:
                 else:
                     leaves.add(buffer)
                 dead = [v for v in dead if v is not taken]
+            elif eqn.primitive is fused_p:  # its other results: fresh buffers, which later results may take
+                for out in eqn.outvars:
+                    if out in owned and _large(out.aval):
+                        buffer_of[out], count = count, count + 1
             for v in dead:
                 if v in buffer_of:
                     free.setdefault((v.aval.shape, v.aval.dtype), []).append(v)
@@ -519,8 +555,12 @@ def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var
 class _Writer:
     """The source text of one jaxpr's function, and the namespace it runs in."""
 
-    def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...]) -> None:
-        self.jaxpr = jaxpr = closed.jaxpr
+    def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...],
+                 fusion: tuple[int, int] | None = None) -> None:
+        jaxpr = closed.jaxpr
+        fused = fuse_clusters(jaxpr, *fusion) if fusion is not None else None
+        self.jaxpr = jaxpr = fused or jaxpr
+        self.clusters: list[Cluster] = [e.params["cluster"] for e in jaxpr.eqns if e.primitive is fused_p]
         self.donated = donated
         self.namespace: dict[str, Any] = {"math": math, "f64": np.float64, "b1": np.bool_, "i64": np.int64,
                                           "checked_int64": checked_int64, "np": np}
@@ -696,13 +736,12 @@ class _Writer:
                 continue
             into = plan.into.get(i)
             if into is not None:
-                ufunc = self.glob("f", out_rules[eqn.primitive], eqn)
-                call = f"{ufunc}({', '.join(args)}, out={self.name(into)})"
+                call = f"{self._out_function(eqn)}({', '.join(args)}, out={self.name(into)})"
                 if plan.held.get(into) == i:
                     dead = [*dead, into]
             elif i in plan.scratch:
                 buffer = f"s{plan.scratch[i]}"
-                call = f"{self.glob('f', out_rules[eqn.primitive], eqn)}({', '.join(args)}, out={buffer})"
+                call = f"{self._out_function(eqn)}({', '.join(args)}, out={buffer})"
             else:
                 call = self._numpy_call(eqn, args)
             lines.append("    " + _statement(eqn, [self.name(v) for v in eqn.outvars], call))
@@ -758,9 +797,25 @@ class _Writer:
             lines.append(_statement(eqn, [env[v] for v in eqn.outvars], self._numpy_call(eqn, ins)))
         return lines, [atom(a) for a in jaxpr.outvars]
 
+    def _out_function(self, eqn: Any) -> str:
+        """The global computing `eqn` into a buffer `out=`."""
+        if eqn.primitive is fused_p:
+            return self._cluster(eqn)
+        return self.glob("f", out_rules[eqn.primitive], eqn)
+
+    def _cluster(self, eqn: Any) -> str:
+        cluster = eqn.params["cluster"]
+        name = self.seen.get(("f", id(cluster)))
+        if name is None:  # (the function's float version and its version on NumPy's scalars share it)
+            name = self.glob("f", cluster, eqn)
+            self.legend[name] = ("cluster", cluster, self.within)
+        return name
+
     def _numpy_call(self, eqn: Any, args: list[str]) -> str:
         """The expression for `eqn` on NumPy values, in memory of its own."""
         prim = eqn.primitive
+        if prim is fused_p:
+            return f"{self._cluster(eqn)}({', '.join(args)})"
         rule = emit_rules.get(prim)
         call = rule(args, [a.aval for a in eqn.invars], **eqn.params) if rule is not None else None
         if call is None:

@@ -30,6 +30,7 @@ from ..core.libraries import elementwise_impls, library_rules
 from ..core.rules import (
     JVPFactors,
     UndefinedPrimal,
+    blockwise,
     commutative,
     emit_rules,
     float_rules,
@@ -115,8 +116,9 @@ def elementwise(
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
     unroll_rules[prim] = elementwise_rule(prim)
-    if isinstance(np_fn, np.ufunc):
+    if isinstance(np_fn, np.ufunc):  # `impl`, if given, computes what the ufunc does
         out_rules[prim] = np_fn
+        blockwise.add(prim)
     return prim
 
 
@@ -500,6 +502,7 @@ def _where_transpose(ct: Any, c: Any, x: Any, y: Any) -> list[Any]:
 
 transpose_rules[where_p] = _where_transpose
 unroll_rules[where_p] = elementwise_rule(where_p)
+blockwise.add(where_p)
 
 
 # --- jit's code on Python scalars (float_rules) -----------------------------------
@@ -581,6 +584,7 @@ def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
 
 integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
 jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
+blockwise.add(integer_pow_p)
 batching.defbatch_unary(integer_pow_p)
 unroll_rules[integer_pow_p] = elementwise_rule(integer_pow_p)
 
@@ -619,6 +623,7 @@ def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype
 convert_element_type_p = Primitive("convert_element_type", _convert_impl, _convert_aval)
 batching.defbatch_unary(convert_element_type_p)
 unroll_rules[convert_element_type_p] = elementwise_rule(convert_element_type_p)
+blockwise.add(convert_element_type_p)  # astype: a copy
 jvp_rules[convert_element_type_p] = _convert_jvp
 transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
     convert_element_type(ct, new_dtype=x.aval.dtype)
@@ -679,6 +684,7 @@ conj_p = Primitive("conj", np.conjugate, _elementwise_aval(np.conjugate))
 d.deflinear(conj_p)
 transpose_rules[conj_p] = lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else ct]
 batching.defbatch_unary(conj_p)
+blockwise.add(conj_p)  # (real and imag are views of a complex operand: not blockwise)
 
 
 def _angle_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
 from ..core.libraries import library_rules
-from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules, unroll_rules
+from ..core.rules import Linearization, batch_rules, jvp_rules, reduce_rules, transpose_rules, unroll_rules
 from ..core.trace import Primitive
 from ..ir.jaxpr import Literal
 from ..ir.unroll import positions
@@ -124,6 +124,7 @@ def _reduction_batch(prim: Primitive) -> Callable[..., Any]:
 
 for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
     batch_rules[_p] = _reduction_batch(_p)
+reduce_rules.update({reduce_sum_p: np.add, reduce_max_p: np.maximum, reduce_min_p: np.minimum})
 
 
 
