@@ -21,8 +21,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/a_two_variables.py
 
+# On every core (at most 4), a file's tests on one worker: a docs page's blocks share a namespace.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist loadfile
 
 # The long property tests (marked slow), which `make test` skips.
 test-slow: $(VENV)/.installed-test
