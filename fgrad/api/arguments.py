@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -16,9 +16,12 @@ from ..core.libraries import NUMPY_VALUE_TYPES, ForeignConstant, Library, is_lib
 from ..core.trace import EVAL_TRACE, Tracer, ctx
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
+T = TypeVar("T")
+
 __all__ = [
     "fun_name", "normalize_argnums", "flatten_fun", "to_input", "to_traced_input", "to_output", "leaf_names",
     "describe", "with_args", "check_float_inputs", "arguments_library", "library_to_retry",
+    "where_the_data_is",
 ]
 
 
@@ -210,6 +213,16 @@ def arguments_library(args: Sequence[Any], kwargs: dict[str, Any] | None = None)
         if not kwargs:
             return None
     return library_of(tree_flatten((list(args), kwargs or {}))[0])
+
+
+def where_the_data_is(run: Callable[[Library | None], T], library: Library | None) -> T:
+    """`run(library)` (the transform on the arguments' library, None for NumPy); if it
+    meets another library's array through a closure or a global, `run` again on that
+    library (`library_to_retry`)."""
+    try:
+        return run(library)
+    except ForeignConstant as e:
+        return run(library_to_retry(e, library))
 
 
 def library_to_retry(error: ForeignConstant, library: Library | None) -> Library:

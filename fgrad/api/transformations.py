@@ -38,6 +38,7 @@ from .arguments import (
     to_input,
     to_output,
     to_traced_input,
+    where_the_data_is,
     with_args,
 )
 from .pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
@@ -162,10 +163,7 @@ def _linearize(
             ins = _in_library(leaves, library)
             return (ins, *linearize_flat(flat_fun, ins, transform, has_aux, keep))
 
-    try:
-        leaves, outs, linear, aux = run(library)
-    except ForeignConstant as e:  # a closure over another library's array: compute there
-        leaves, outs, linear, aux = run(library_to_retry(e, library))
+    leaves, outs, linear, aux = where_the_data_is(run, library)  # or on a closure's library
     assert store.tree is not None
     aux_tree = None if not has_aux else tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
     return outs, linear, store.tree, store, aux_tree, in_tree, leaves
@@ -421,10 +419,7 @@ def jvp(
             ])
             return out, t_out, aux
 
-    try:
-        out, t_out, aux = run(library)
-    except ForeignConstant as e:  # a closure over another library's array: compute there
-        out, t_out, aux = run(library_to_retry(e, library))
+    out, t_out, aux = where_the_data_is(run, library)  # or on a closure's library
     if has_aux:
         return out, t_out, tree_unflatten(store.aux_tree, [to_output(a) for a in aux])  # type: ignore[arg-type]
     return out, t_out

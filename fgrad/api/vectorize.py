@@ -16,7 +16,7 @@ from typing_extensions import ParamSpec
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.fp_warnings import user_warnings
-from ..core.libraries import ForeignConstant, Library, current_library, on_library
+from ..core.libraries import Library, current_library, on_library
 from ..primitives import indexing, shapes
 from ..transforms.batching import batch_flat
 from .arguments import (
@@ -25,10 +25,10 @@ from .arguments import (
     flatten_fun,
     fun_name,
     leaf_names,
-    library_to_retry,
     normalize_argnums,
     to_output,
     to_traced_input,
+    where_the_data_is,
     with_args,
 )
 from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
@@ -121,10 +121,7 @@ def vmap(
                 return batch_flat(flat_fun, leaves, dims, out_dims, size, f"vmap of {name}",
                                   lambda: _names(fun, args, kwargs, kw_names))
 
-        try:
-            outs = run(library)
-        except ForeignConstant as e:  # a closure over another library's array: compute there
-            outs = run(library_to_retry(e, library))
+        outs = where_the_data_is(run, library)  # or on a closure's library
         assert store.tree is not None
         return tree_unflatten(store.tree, [to_output(x) for x in outs])
 
