@@ -47,7 +47,7 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,7 +146,7 @@ class CompiledJaxpr:
         if any(n[0] == "w" for n in used):
             lines.append("wN: values as Python numbers (a name is taken again once its value is dead)")
         if any(n[0] == "t" for n in used):
-            lines.append("tN: a loop's own variables (its step, the lists its outputs are collected in)")
+            lines.append("tN: a loop's step")
         return "\n".join("# " + line.replace("\n", " ") for line in lines)
 
     def __call__(self, *args: Any) -> list[Any]:
@@ -759,21 +759,41 @@ class _Writer:
         self.temps += 1
         return f"t{self.temps}"
 
-    def inline(self, closed: ClosedJaxpr, args: Sequence[str],
-               what: str = "a sub-jaxpr") -> tuple[list[str], list[str]]:
+    def inline(self, closed: ClosedJaxpr, args: Sequence[str], what: str = "a sub-jaxpr",
+               into: Mapping[int, str] | None = None) -> tuple[list[str], list[str]]:
         """Lines computing `closed`'s outputs from the expressions `args`, and the
         expressions of its outputs: a sub-jaxpr written in place (no float
         chains, no buffer reuse, nothing deleted: its values are the block's).
-        `what` names it in the source's header ("the body of scan")."""
+        `what` names it in the source's header ("the body of scan").
+
+        `into[k]` is an expression of a buffer of output k's shape and dtype (a
+        row of a loop's stacked outputs) to compute that output into: those
+        outputs that `written_into` chooses go there, the others are the
+        caller's to copy."""
         outer = self.within
         self.within = (*outer, what)
         try:
-            return self._inline(closed, args)
+            return self._inline(closed, args, into or {})
         finally:
             self.within = outer
 
-    def _inline(self, closed: ClosedJaxpr, args: Sequence[str]) -> tuple[list[str], list[str]]:
+    def written_into(self, closed: ClosedJaxpr, wanted: Sequence[int]) -> dict[Var, int]:
+        """Of the outputs `wanted` of `closed`, those that an equation with an out
+        rule makes (no view of anything), each output variable once: they can
+        be computed straight into a buffer given for them (`inline`'s `into`)."""
         jaxpr = closed.jaxpr
+        made = {eqn.outvars[0] for eqn in jaxpr.eqns if eqn.primitive in out_rules and len(eqn.outvars) == 1}
+        chosen: dict[Var, int] = {}
+        for k in wanted:
+            v = jaxpr.outvars[k]
+            if type(v) is Var and v in made and v not in chosen:
+                chosen[v] = k
+        return chosen
+
+    def _inline(self, closed: ClosedJaxpr, args: Sequence[str],
+                into: Mapping[int, str]) -> tuple[list[str], list[str]]:
+        jaxpr = closed.jaxpr
+        targets = {v: into[k] for v, k in self.written_into(closed, list(into)).items()}
         env: dict[Var, str] = {}
         for v, c in zip(jaxpr.constvars, closed.consts):
             env[v] = self.name(v)
@@ -794,7 +814,12 @@ class _Writer:
             if statements is not None:
                 lines.extend(statements)
                 continue
-            lines.append(_statement(eqn, [env[v] for v in eqn.outvars], self._numpy_call(eqn, ins)))
+            target = targets.get(eqn.outvars[0]) if len(eqn.outvars) == 1 else None
+            if target is not None:
+                call = f"{self._out_function(eqn)}({', '.join(ins)}, out={target})"
+            else:
+                call = self._numpy_call(eqn, ins)
+            lines.append(_statement(eqn, [env[v] for v in eqn.outvars], call))
         return lines, [atom(a) for a in jaxpr.outvars]
 
     def _out_function(self, eqn: Any) -> str:

@@ -407,18 +407,17 @@ def test_the_source_begins_with_a_comment_saying_what_each_name_is():
         "# v1: `b`, a variable the function closes over, f64[3]",
         "# v2: argument `x`, f64[4,2]",
         "# v3: argument `p['s']`, f64[]",
-        "# f0: matmul's implementation",
-        "# f1: reduce_sum's implementation",
+        "# f0: reduce_sum's implementation",  # (x @ W is np.dot in the source)
         "# p0: reduce_sum's parameters: axes=(0,)",
-        "# f2: sin's implementation",  # sin(a) needs no carry: it leaves the scan, done for every step at once
+        "# f1: sin's implementation",  # sin(a) needs no carry: it leaves the scan, done for every step at once
         "# k0: 0.0, f64[]",
         "# k1: 2.0, f64[] (a Python scalar), in the body of scan",
-        "# k2: [0., 0., 0.], f64[3]",
-        "# k3: 1.0, f64[]",
-        "# k4: 10.0, f64[] (a Python scalar), in the condition of while_loop",
+        "# f2: mul as numpy.multiply (into a buffer), in the body of scan",  # into its row of the ys
+        "# k2: 1.0, f64[]",
+        "# k3: 10.0, f64[] (a Python scalar), in the condition of while_loop",
         "# f3: lt's implementation, in the condition of while_loop",
-        "# k5: 3.0, f64[] (a Python scalar), in the body of while_loop",
-        "# tN: a loop's own variables (its step, the lists its outputs are collected in)",
+        "# k4: 3.0, f64[] (a Python scalar), in the body of while_loop",
+        "# tN: a loop's step",
     ]
     # Only a comment before the source the call runs.
     from fgrad.ir.codegen import compile_jaxpr

@@ -176,3 +176,45 @@ def test_work_whose_results_would_take_much_more_memory_than_the_xs_stays_in_the
     for x in xs:
         want = want + np.sum(np.outer(x, x) * want)
     np.testing.assert_allclose(f(xs), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("length", [0, 1, 5])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_jits_ys_of_every_kind_equal_a_python_loop(length, reverse):
+    # jit writes each y into its row of the stacked result: computed there, copied there, or (the
+    # carry as the step found it) the rows of the carry's new value shifted by one step.
+    W = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
+    xs = np.linspace(0.0, 2.0, 3 * length).reshape(length, 3)
+
+    def step(carry, x):
+        h, k = carry
+        new = fnp.tanh(h @ W + x)
+        s = fnp.sum(new)
+        return (new, k + 1), (new, h, x, W[0], new, s, s * 2.0, k * 2, fnp.reshape(new, (3, 1)))
+
+    def loop(h, k):
+        rows = []
+        for x in (xs[::-1] if reverse else xs):
+            new = np.tanh(h @ W + x)
+            rows.append((new, h, x, W[0], new, new.sum(), new.sum() * 2.0, k * 2, new.reshape(3, 1)))
+            h, k = new, k + 1
+        if reverse:
+            rows.reverse()
+        kinds = [(3,), (3,), (3,), (3,), (3,), (), (), (), (3, 1)]
+        dtypes = [np.float64] * 7 + [np.int64, np.float64]
+        stacked = [np.array([r[i] for r in rows], dt).reshape(length, *kind)
+                   for i, (kind, dt) in enumerate(zip(kinds, dtypes))]
+        return (h, k), tuple(stacked)
+
+    h0 = np.array([0.5, -0.25, 1.0])
+    run = fgrad.jit(lambda h0: lax.scan(step, (h0, np.int64(3)), xs, reverse=reverse))
+    (h, k), ys = run(h0)
+    (want_h, want_k), want_ys = loop(h0, 3)
+    np.testing.assert_allclose(h, want_h, rtol=1e-15)
+    assert int(k) == want_k
+    for got, want in zip(ys, want_ys, strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    if length:  # the carry returned is the caller's own, not a view of the ys
+        h += 1.0
+        np.testing.assert_allclose(ys[0][0 if reverse else -1], want_h, rtol=1e-15)
