@@ -325,18 +325,29 @@ _numbers = itertools.count()
 # linecache.checkcache walks the cache (doctest and pdb call it), whose lookup of a
 # name it listed would then fail.
 _released: list[str] = []
+# Those names, free for the next source of their kind: `compile` interns its file name
+# (CPython 3.11 never frees it), so a new name for each compile would keep 60 bytes
+# for ever, and a loop whose body is traced anew at each call compiles at each call.
+_free: dict[str, list[str]] = {}
 
 
 def _source_file(source: str, suffix: str = "") -> str:
     """A file name of its own for generated `source`, which linecache then knows (until the
     compiled function goes): tracebacks show its lines, and NumPy's warnings from it can be
-    told which operation they come from."""
+    told which operation they come from. The name of a compiled function that is gone
+    is taken again."""
     while _released:
         try:
-            linecache.cache.pop(_released.pop(), None)
+            gone = _released.pop()
         except IndexError:  # another thread took the last one
             break
-    filename = f"<fgrad.jit{suffix} #{next(_numbers)}>"
+        linecache.cache.pop(gone, None)
+        _free.setdefault(gone[:gone.index("#") + 1], []).append(gone)
+    prefix = f"<fgrad.jit{suffix} #"
+    try:
+        filename = _free.get(prefix, []).pop()
+    except IndexError:
+        filename = f"{prefix}{next(_numbers)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return filename
 

@@ -431,3 +431,29 @@ def test_values_that_never_leave_a_call_live_in_buffers_kept_between_calls_one_s
         t.join()
     assert len(results) == 60 and all(results)
     assert jf(x) == want
+
+
+def test_the_file_name_of_a_function_that_is_gone_is_taken_again_and_tracebacks_show_the_new_source():
+    # compile() keeps its file name for ever (CPython interns it): a new name for each
+    # function compiled would grow memory by a name at each call of a loop traced anew.
+    import gc
+    import linecache
+    import traceback
+
+    names = set()
+    for k in range(30):
+        closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) + float(k))(1.0)  # a new jaxpr each time
+        compiled = compile_jaxpr(closed)
+        names.add(compiled.fun.__code__.co_filename)
+        assert compiled(0.0)[0] == pytest.approx(float(k))
+        del compiled, closed
+        gc.collect()
+    assert len(names) <= 2, names
+    closed = fgrad.make_jaxpr(lambda x: fnp.log(x * 2.0))(1.0)
+    compiled = compile_jaxpr(closed)
+    filename = compiled.fun.__code__.co_filename
+    assert filename in names and "".join(linecache.getlines(filename)) == compiled.source
+    with pytest.raises(TypeError) as info:
+        compiled("a string")
+    failing = compiled.source.splitlines()[1].strip()  # the product, where the sines had their sine
+    assert failing.startswith("v1 = v0 *") and failing in "".join(traceback.format_tb(info.tb))
