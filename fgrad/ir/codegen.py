@@ -560,7 +560,8 @@ class _Writer:
             if prefix == "k":
                 self.legend[key] = ("const", value, self.within)
             elif prefix == "f":
-                own = value is eqn.primitive.impl or (self.library is not None and value is eqn.primitive.xp_impl)
+                prim = eqn.primitive
+                own = value is prim.impl or (self.library is not None and value is prim.xp_impl)
                 ufunc = None if own else value
                 self.legend[key] = ("fun", [eqn.primitive.name], ufunc, self.within)
             elif prefix == "p":

@@ -1,14 +1,18 @@
 """Elementwise primitives: NumPy's ufuncs, with NumPy's broadcasting and dtype
 promotion (NEP 50: a Python scalar does not widen an array's dtype).
 
-Each member of the family is one line: a name, its NumPy function and the
+Each member of the family is one line: a name, its function and the
 derivative of its output with respect to each argument, as a function of the
 primal output and inputs (`JVPFactors`: HIPS autograd's table style, read
-next to the calculus). Linear members carry their transpose on the next
-line. Members without factors (comparisons, rounding, logical and bitwise
-operations, floor_divide) have no derivative. Shapes and dtypes are worked out
-once per combination of input avals (and params) and cached (`cached_aval`).
-All share one batch rule: NumPy broadcasting with the batch axis in front.
+next to the calculus). The function is named as the Array API names it
+("sin", "atan2"): NumPy's of that name computes it on NumPy's arrays, any
+other namespace's on its arrays (`elementwise`). A function the standard
+lacks is NumPy's, composed of the standard's for other namespaces. Linear
+members carry their transpose on the next line. Members without factors
+(comparisons, rounding, logical and bitwise operations, floor_divide) have no
+derivative. Shapes and dtypes are worked out once per combination of input
+avals (and params) and cached (`cached_aval`). All share one batch rule:
+NumPy broadcasting with the batch axis in front.
 
 Where a function has a kink or a singularity, the derivative there follows
 JAX: abs'(0) = sign'(x) = 0, ties of maximum/minimum/clip share the derivative
