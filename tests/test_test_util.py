@@ -12,7 +12,7 @@ from fgrad.test_util import check_grads
 
 def legendre_p3(name, derivative):
     """P3(x) = 0.5 (5x^3 - 3x) as a primitive whose jvp uses `derivative`."""
-    p = Primitive(name, lambda x: 0.5 * (5 * x**3 - 3 * x), lambda x: x)
+    p = Primitive(name, lambda xp, x: 0.5 * (5 * x**3 - 3 * x), lambda x: x)
     jvp_rules[p] = lambda primals, tangents: (p.bind(*primals), ew.mul(tangents[0], derivative(primals[0])))
     return p
 
@@ -31,7 +31,7 @@ def test_the_tutorials_wrong_rule_fails_in_each_mode(modes):
 
 def test_a_wrong_second_derivative_is_caught_at_order_two_only():
     # first derivative right, but written with a primitive whose own jvp is wrong
-    bad_square_p = Primitive("bad_square", np.square, lambda x: x)
+    bad_square_p = Primitive("bad_square", lambda xp, x: xp.square(x), lambda x: x)
     jvp_rules[bad_square_p] = lambda primals, tangents: (
         bad_square_p.bind(*primals), ew.mul(tangents[0], 3.0 * primals[0]))  # should be 2x
     cube = legendre_p3("p3_via_bad", lambda x: 1.5 * (5 * bad_square_p.bind(x) - 1))

@@ -1,22 +1,24 @@
 """Arrays of other libraries: Dask, array_api_strict, CuPy, PyTorch, any library
 of the Python Array API standard, reached through array-api-compat (the
-optional extra `array-api`).
+optional extra `array-api`, imported only when such an array is met).
 
-A transform whose inputs are arrays of such a library runs on a root trace of
-that library, `LibraryTrace`, in place of evaluation. It computes each
-primitive by the primitive's library rule, `library_rules[prim](lib, *args,
-**params)`, which calls the library's namespace `lib.xp`: results stay arrays
-of that library, and a Dask graph stays lazy. A primitive whose impl only
-binds primitives or runs jaxprs (jit, cond, loops, custom rules) is in
-`generic_impls` and runs its impl, whose equations come back here. A
-primitive with neither raises NotImplementedError; nothing is converted to
-NumPy behind the user's back. NumPy constants (a jaxpr's literals, zeros a
-rule makes) become the library's arrays on the way in, which is a copy into
-the library, never out of it.
-
-`library_impl` makes that choice from avals, so that jit's generated code on
-another library (ir/codegen.py, `compile_for_library`) makes it once per
-equation instead of at every call.
+Every primitive has one implementation, `prim.xp_impl(xp, *args, **params)`,
+written against an array namespace `xp` (core/trace.py). This module is what
+is particular to each library other than NumPy: a `Library` holds its name, its
+namespace (array-api-compat's `array_namespace`) and the mapping between its
+dtypes and NumPy's, which fgrad's avals use; `cast` makes an operand of the
+dtype NumPy's promotion gives (the standard leaves promotion across kinds
+undefined). A transform whose inputs are arrays of such a library runs on a
+root trace of that library, `LibraryTrace`, in place of evaluation: it calls
+each primitive's implementation with the library's namespace, so that results
+stay arrays of that library and a Dask graph stays lazy. Nothing is converted
+to NumPy behind the user's back: a primitive that only NumPy computes (its
+values come from SciPy or LAPACK routines the standard lacks) raises
+NotImplementedError (`numpy_only`), or, on a library that computes block by
+block (Dask), runs on each block of NumPy data if it is elementwise
+(`numpy_blockwise`). NumPy constants (a jaxpr's literals, zeros a rule
+makes) become the library's arrays on the way in, which is a copy into the
+library, never out of it.
 
 NumPy's own arrays never come here: evaluation stays their fast path. A
 program on NumPy arrays pays for this module only the check, once per
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -41,18 +42,11 @@ from .optional import require
 from .trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 
 __all__ = [
-    "Library", "LibraryTrace", "library_of", "library_of_value", "current_library", "on_library",
-    "library_rules", "generic_impls", "elementwise_impls", "is_library_array", "check_constant",
-    "NUMPY_VALUE_TYPES", "library_impl", "ForeignConstant",
+    "Library", "LibraryTrace", "library_of", "library_of_value", "library_of_namespace", "current_library",
+    "on_library", "is_library_array", "check_constant", "NUMPY_VALUE_TYPES", "ForeignConstant", "cast",
+    "numpy_only", "numpy_blockwise",
+    "not_implemented", "is_dask", "dtype_of", "on_every_namespace",
 ]
-
-#: How each primitive is computed on another library's arrays: `rule(lib, *args, **params)`.
-library_rules: dict[Primitive, Callable[..., Any]] = {}
-#: Primitives whose impl binds primitives or runs jaxprs, and so runs on any library.
-generic_impls: set[Primitive] = set()
-#: Primitives whose NumPy impl is elementwise, so that a library that computes
-#: block by block (Dask) can run it on each block of NumPy data, lazily.
-elementwise_impls: set[Primitive] = set()
 
 _NUMPY_DTYPE_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -123,9 +117,13 @@ class Library:
 
 _NOT_A_LIBRARY: frozenset[type] = frozenset({np.ndarray, float, int, complex, bool, type(None)})
 _libraries: dict[type, Library | None] = {}
+_by_namespace: dict[Any, Library] = {}
 _lock = threading.Lock()
 # Modules whose arrays array-api-compat knows without an `__array_namespace__`.
 _KNOWN_MODULES = ("dask", "cupy", "torch", "jax", "ndonnx", "sparse")
+# The array classes of those modules: array-api-compat is asked only about a type
+# that may be an array, so that nothing imports it for NumPy's.
+_KNOWN_ARRAY_CLASSES = frozenset({"Array", "ndarray", "Tensor", "ArrayImpl"})
 
 
 def library_of_value(x: Any) -> Library | None:
@@ -140,32 +138,104 @@ def library_of_value(x: Any) -> Library | None:
         pass
     found: Library | None = None
     root = t.__module__.partition(".")[0]
-    is_array = hasattr(t, "__array_namespace__") or (
+    may_be_array = hasattr(t, "__array_namespace__") or (
         root in _KNOWN_MODULES and t.__name__ in _KNOWN_ARRAY_CLASSES
     )
-    if is_array and not issubclass(t, (np.ndarray, np.generic, Tracer)):
+    if may_be_array and not issubclass(t, (np.ndarray, np.generic, Tracer)):
+        require("array_api_compat", "array-api", f"fgrad on arrays of {root}")
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(x)
         name = "dask.array" if root == "dask" else root
-        with _lock:  # one Library per library, whichever of its array types comes first
-            found = next((lib for lib in _libraries.values() if lib is not None and lib.name == name), None)
+        with _lock:  # one Library per namespace, whichever of its array types comes first
+            found = _by_namespace.get(xp)
             if found is None:
-                found = Library(name, _namespace_for(x, root), _dask_blocks if root == "dask" else None)
+                found = _by_namespace[xp] = Library(name, xp, _dask_blocks if root == "dask" else None)
     _libraries[t] = found
     return found
 
 
-# The array classes of those modules (array-api-compat's own checks take an instance).
-_KNOWN_ARRAY_CLASSES = frozenset({"Array", "ndarray", "Tensor", "ArrayImpl"})
+def library_of_namespace(xp: Any) -> Library:
+    """The Library whose namespace is `xp` (another library's, met first through one of its arrays)."""
+    return _by_namespace[xp]
 
 
-def _namespace_for(x: Any, root: str) -> Any:
-    """The Array-API namespace of `x`'s library: array-api-compat's wrapper for
-    the libraries that need one, the library's own `__array_namespace__` otherwise."""
-    require("array_api_compat", "array-api", f"fgrad on arrays of {root}")
-    wrappers = {"dask": "array_api_compat.dask.array", "cupy": "array_api_compat.cupy",
-                "torch": "array_api_compat.torch"}
-    if root in wrappers:
-        return importlib.import_module(wrappers[root])
-    return x.__array_namespace__()
+def is_dask(xp: Any) -> bool:
+    """Whether `xp` is Dask's namespace (which reshapes only by merging or
+    splitting adjacent axes, and has no boolean-mask indexing)."""
+    return xp is not np and _by_namespace[xp].name == "dask.array"
+
+
+def cast(xp: Any, x: Any, dtype: Any = None) -> Any:
+    """`x` (an array of `xp`, a NumPy value or a Python number) as an array of
+    `xp` of the NumPy dtype `dtype` (its own if None): an implementation's
+    operands in the dtype NumPy's promotion gives, which the standard leaves
+    undefined across kinds."""
+    if xp is np:
+        return np.asarray(x, dtype)
+    return _by_namespace[xp].asarray(x, dtype)
+
+
+def dtype_of(xp: Any, dtype: Any) -> Any:
+    """The dtype of `xp` for the NumPy dtype `dtype`; TypeError when it has none."""
+    return np.dtype(dtype) if xp is np else _by_namespace[xp].dtype(dtype)
+
+
+def not_implemented(name: str, xp: Any) -> NotImplementedError:
+    """The error of a primitive `name` that has no implementation on `xp`."""
+    return NotImplementedError(
+        f"the primitive `{name}` has no implementation for arrays of {_by_namespace[xp].name} "
+        f"in fgrad, and fgrad does not convert them to NumPy behind your back. Convert the "
+        f"arrays to NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling "
+        f"the transformed function, or avoid the function that binds `{name}`."
+    )
+
+
+def on_every_namespace(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The implementation of a primitive whose NumPy implementation `fn` only
+    binds primitives or runs jaxprs (control flow, custom rules, effects): the
+    same on every namespace, its equations computed by the trace of the
+    library. Evaluation on NumPy calls `fn` itself (`numpy_form`)."""
+
+    def impl(xp: Any, *args: Any, **params: Any) -> Any:
+        return fn(*args, **params)
+
+    impl.numpy_form = fn  # type: ignore[attr-defined]
+    return impl
+
+
+def numpy_only(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The implementation of a primitive `name` that only NumPy computes (`fn`,
+    its NumPy function): NotImplementedError on another library."""
+
+    def impl(xp: Any, *args: Any, **params: Any) -> Any:
+        if xp is not np:
+            raise not_implemented(name, xp)
+        return fn(*args, **params)
+
+    impl.numpy_form = fn  # type: ignore[attr-defined]
+    return impl
+
+
+def numpy_blockwise(
+    name: str, fn: Callable[..., Any], abstract_eval: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The implementation of an elementwise primitive `name` whose values only
+    the NumPy function `fn` computes (SciPy's special functions): on a library
+    that computes block by block (Dask), `fn` on each block, lazily;
+    NotImplementedError on another."""
+
+    def impl(xp: Any, *args: Any, **params: Any) -> Any:
+        if xp is np:
+            return fn(*args, **params)
+        library = _by_namespace[xp]
+        if library.blocks is None:
+            raise not_implemented(name, xp)
+        dtype = abstract_eval(*(get_aval(a) for a in args), **params).dtype
+        return library.blocks(functools.partial(fn, **params), *args, dtype=dtype)
+
+    impl.numpy_form = fn  # type: ignore[attr-defined]
+    return impl
 
 
 def _dask_blocks(fn: Callable[..., Any], *args: Any, dtype: np.dtype) -> Any:
@@ -215,35 +285,9 @@ class LibraryTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         lib = self.library
-        avals = tuple(get_aval(a) for a in args)
-        fn = library_impl(prim, lib, avals, params)
-        return fn(*map(lib.take_in, args))
-
-
-def library_impl(
-    prim: Primitive, library: Library, avals: tuple[Any, ...], params: dict[str, Any]
-) -> Callable[..., Any]:
-    """How `prim` with `params` is computed on operands of `avals` that are
-    `library`'s arrays (NumPy's constants converted first): a function of the
-    operands, or a NotImplementedError. Decided by avals alone, so that jit's
-    generated code decides once (`ir/codegen.py`) what evaluation decides at
-    each call (`LibraryTrace`)."""
-    if any(a.dtype == object for a in avals):  # a loop's tape: NumPy's own business
-        return functools.partial(prim.impl, **params)
-    rule = library_rules.get(prim)
-    if rule is not None:
-        return functools.partial(rule, library, **params)
-    if prim in generic_impls:
-        return functools.partial(prim.impl, **params)
-    if prim in elementwise_impls and library.blocks is not None:
-        dtype = prim.abstract_eval(*avals, **params).dtype
-        return functools.partial(library.blocks, functools.partial(prim.impl, **params), dtype=dtype)
-    raise NotImplementedError(
-        f"the primitive `{prim.name}` has no implementation for arrays of {library.name} "
-        f"in fgrad, and fgrad does not convert them to NumPy behind your back. Convert the "
-        f"arrays to NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling "
-        f"the transformed function, or avoid the function that binds `{prim.name}`."
-    )
+        if any(type(a) is np.ndarray and a.dtype == object for a in args):
+            return prim.impl(*args, **params)  # a loop's tape, NumPy's list of steps on any library
+        return prim.xp_impl(lib.xp, *map(lib.take_in, args), **params)
 
 
 #: Types of the values a transform meets most, none of them another library's array.

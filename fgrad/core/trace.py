@@ -22,6 +22,7 @@ NumPy layer installs the array operators of `Tracer` and fills `array_ops`.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from threading import get_ident
@@ -52,25 +53,39 @@ LARGE_ARRAY_BYTES = 1 << 18
 
 
 class Primitive:
-    """The unit every transform understands: a name, a NumPy implementation and
-    a shape rule. Transform rules live in the tables below, keyed by primitive.
+    """The unit every transform understands: a name, its implementation and a
+    shape rule. Transform rules live in the tables below, keyed by primitive.
 
-    >>> sin_p = Primitive("sin", np.sin, lambda x: x)
+    The implementation is one function, `xp_impl(xp, *args, **params)`, written
+    against an array namespace `xp` of the Python Array API standard: NumPy
+    (whose namespace follows the standard since NumPy 2) or another library's
+    (core/libraries.py), found once per transform call. `impl(*args, **params)`
+    is evaluation on NumPy, what `bind` calls with no transform active: a
+    NumPy-specific fast path given as `numpy` where measurement says it pays,
+    else the implementation with `xp` bound to NumPy (or the NumPy function an
+    implementation was made from, its `numpy_form`).
+
+    >>> sin_p = Primitive("sin", lambda xp, x: xp.sin(x), lambda x: x)
     >>> sin_p.bind(0.0)
     np.float64(0.0)
     """
 
-    __slots__ = ("name", "impl", "abstract_eval", "multiple_results")
+    __slots__ = ("name", "impl", "xp_impl", "abstract_eval", "multiple_results")
 
     def __init__(
         self,
         name: str,
-        impl: Callable[..., Any],
+        xp_impl: Callable[..., Any],
         abstract_eval: Callable[..., Any],
         multiple_results: bool = False,
+        *,
+        numpy: Callable[..., Any] | None = None,
     ) -> None:
         self.name = name
-        self.impl = impl
+        self.xp_impl = xp_impl
+        if numpy is None:  # an implementation made from a NumPy function carries it (core/libraries.py)
+            numpy = getattr(xp_impl, "numpy_form", None) or functools.partial(xp_impl, np)
+        self.impl = numpy
         self.abstract_eval = abstract_eval
         self.multiple_results = multiple_results
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.avals import ShapedArray
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive, Trace
 from ..ir.cache import cached_per_jaxpr
@@ -134,9 +134,8 @@ def _checkpoint_tangent_impl(*args: Any, fun: Eager, nonzeros: tuple[bool, ...],
     return _tangent_map(fun, nonzeros, name)(*args)
 
 
-checkpoint_tangent_p = Primitive("checkpoint_tangent", _checkpoint_tangent_impl,
+checkpoint_tangent_p = Primitive("checkpoint_tangent", on_every_namespace(_checkpoint_tangent_impl),
                                  lambda *avals, out_avals, **_: list(out_avals), multiple_results=True)
-generic_impls.add(checkpoint_tangent_p)
 
 
 def _checkpoint_tangent_jvp(primals: list[Any], tangents: list[Any], *, fun: Eager,
@@ -193,8 +192,9 @@ def _checkpoint_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list
     return jaxpr.out_avals
 
 
-checkpoint_p = Primitive("checkpoint", _checkpoint_impl, _checkpoint_aval, multiple_results=True)
-generic_impls.add(checkpoint_p)
+checkpoint_p = Primitive(
+    "checkpoint", on_every_namespace(_checkpoint_impl), _checkpoint_aval, multiple_results=True
+)
 
 
 def _checkpoint_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,

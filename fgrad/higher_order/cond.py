@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -76,8 +76,7 @@ def _cond_aval(index: ShapedArray, *avals: ShapedArray,
     return outs
 
 
-cond_p = Primitive("cond", _cond_impl, _cond_aval, multiple_results=True)
-generic_impls.add(cond_p)
+cond_p = Primitive("cond", on_every_namespace(_cond_impl), _cond_aval, multiple_results=True)
 
 
 def _joined_jvps(branches: tuple[ClosedJaxpr, ...], nonzeros: tuple[bool, ...]

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import UnexpectedTracerError
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive, Trace, Tracer, ctx
 from ..ir.check import check_operands
@@ -335,8 +335,9 @@ def _custom_jvp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: i
     return call_jaxpr.out_avals
 
 
-custom_jvp_call_p = Primitive("custom_jvp_call", _custom_jvp_impl, _custom_jvp_aval, multiple_results=True)
-generic_impls.add(custom_jvp_call_p)
+custom_jvp_call_p = Primitive(
+    "custom_jvp_call", on_every_namespace(_custom_jvp_impl), _custom_jvp_aval, multiple_results=True
+)
 
 
 def _custom_jvp_rule(primals: list[Any], tangents: list[Any], *, call_jaxpr: ClosedJaxpr,
@@ -478,8 +479,9 @@ def _custom_vjp_aval(*avals: ShapedArray, call_jaxpr: ClosedJaxpr, num_consts: i
     return call_jaxpr.out_avals
 
 
-custom_vjp_call_p = Primitive("custom_vjp_call", _custom_vjp_impl, _custom_vjp_aval, multiple_results=True)
-generic_impls.add(custom_vjp_call_p)
+custom_vjp_call_p = Primitive(
+    "custom_vjp_call", on_every_namespace(_custom_vjp_impl), _custom_vjp_aval, multiple_results=True
+)
 
 
 def _forward_mode_error(name: str) -> TypeError:
@@ -564,9 +566,9 @@ def _custom_vjp_bwd_impl(*args: Any, name: str, **_: Any) -> list[Any]:
 
 
 custom_vjp_bwd_p = Primitive(
-    "custom_vjp_bwd", _custom_vjp_bwd_impl, lambda *a, out_avals, **_: list(out_avals), multiple_results=True
+    "custom_vjp_bwd", on_every_namespace(_custom_vjp_bwd_impl),  # it raises the same error on every library
+    lambda *a, out_avals, **_: list(out_avals), multiple_results=True,
 )
-generic_impls.add(custom_vjp_bwd_p)  # its impl raises the same error on every library
 
 
 def _custom_vjp_bwd_transpose(cts: list[Any], *args: Any, bwd: ClosedJaxpr | Eager, num_res: int,

@@ -12,7 +12,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, batch_rules, effectful, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 
@@ -41,7 +41,9 @@ def _print_impl(*args: Any, fmt: str, tree: Any) -> list[Any]:
     return []
 
 
-debug_print_p = Primitive("debug_print", _print_impl, lambda *avals, **_: [], multiple_results=True)
+debug_print_p = Primitive(
+    "debug_print", on_every_namespace(_print_impl), lambda *avals, **_: [], multiple_results=True
+)
 # Under differentiation it prints the primal values; under vmap, the whole batch.
 jvp_rules[debug_print_p] = lambda primals, tangents, **params: (debug_print_p.bind(*primals, **params), [])
 batch_rules[debug_print_p] = lambda args, dims, **params: (debug_print_p.bind(*args, **params), [])
@@ -52,13 +54,13 @@ def _callback_impl(x: Any, *, callback: Named) -> Any:
     return x
 
 
-debug_callback_p = Primitive("debug_callback", _callback_impl, lambda x, **_: x)
+debug_callback_p = Primitive("debug_callback", on_every_namespace(_callback_impl), lambda x, **_: x)
 jvp_rules[debug_callback_p] = lambda primals, tangents, **params: (
     debug_callback_p.bind(*primals, **params), tangents[0]
 )
 batch_rules[debug_callback_p] = lambda args, dims, **params: (debug_callback_p.bind(*args, **params), dims[0])
 
-tap_grad_p = Primitive("tap_grad", lambda x, **_: x, lambda x, **_: x)
+tap_grad_p = Primitive("tap_grad", on_every_namespace(lambda x, **_: x), lambda x, **_: x)
 
 
 def _tap_grad_linearize(trace: Any, primals: list[Any], tangents: list[Any], *, callback: Named) -> Any:
@@ -72,11 +74,10 @@ jvp_rules[tap_grad_p] = Linearization(
 batch_rules[tap_grad_p] = lambda args, dims, **params: (tap_grad_p.bind(*args, **params), dims[0])
 
 # The tangent passes through unchanged; transposed, the cotangent goes to the callback.
-tap_cotangent_p = Primitive("tap_cotangent", lambda t, **_: t, lambda t, **_: t)
+tap_cotangent_p = Primitive("tap_cotangent", on_every_namespace(lambda t, **_: t), lambda t, **_: t)
 # Printing and calling back are what these are for: passes never drop them.
 effectful.update((debug_print_p, debug_callback_p, tap_grad_p, tap_cotangent_p))
 # They hand the values to Python (print, the callback) as they are: any library's arrays.
-generic_impls.update((debug_print_p, debug_callback_p, tap_grad_p, tap_cotangent_p))
 transpose_rules[tap_cotangent_p] = lambda ct, t, *, callback: [debug_callback_p.bind(ct, callback=callback)]
 jvp_rules[tap_cotangent_p] = lambda primals, tangents, **params: (
     tap_cotangent_p.bind(*primals, **params), tangents[0]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.avals import ShapedArray
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.check import check_operands
@@ -39,8 +39,7 @@ def _jit_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str) -> list[Shaped
     return jaxpr.out_avals
 
 
-jit_p = Primitive("jit", _jit_impl, _jit_aval, multiple_results=True)
-generic_impls.add(jit_p)
+jit_p = Primitive("jit", on_every_namespace(_jit_impl), _jit_aval, multiple_results=True)
 
 
 def _jit_linearize(trace: LinearizeTrace, primals: list[Any], tangents: list[Any], *,

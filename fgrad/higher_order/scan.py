@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import current_library, generic_impls
+from ..core.libraries import current_library, on_every_namespace
 from ..core.rules import (
     Linearization,
     UndefinedPrimal,
@@ -107,8 +107,7 @@ def _scan_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, length: int, reverse: bo
     return [*carry, *(ShapedArray((length, *a.shape), a.dtype) for a in outs[num_carry:])]
 
 
-scan_p = Primitive("scan", _scan_impl, _scan_aval, multiple_results=True)
-generic_impls.add(scan_p)
+scan_p = Primitive("scan", on_every_namespace(_scan_impl), _scan_aval, multiple_results=True)
 
 
 def _scan_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, length: int, reverse: bool,

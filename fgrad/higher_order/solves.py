@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.avals import ShapedArray
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -78,9 +78,8 @@ def _linear_solve_aval(*avals: ShapedArray, matvec: ClosedJaxpr, vecmat: ClosedJ
     return solve.out_avals
 
 
-linear_solve_p = Primitive("custom_linear_solve", _linear_solve_impl, _linear_solve_aval,
+linear_solve_p = Primitive("custom_linear_solve", on_every_namespace(_linear_solve_impl), _linear_solve_aval,
                            multiple_results=True)
-generic_impls.add(linear_solve_p)
 
 
 def _tangent_of_matvec(matvec: ClosedJaxpr, consts: list[Any], const_tangents: list[Any],
@@ -208,8 +207,9 @@ def _custom_root_aval(*avals: ShapedArray, f: ClosedJaxpr, solve: ClosedJaxpr, t
     return solve.out_avals
 
 
-custom_root_p = Primitive("custom_root", _custom_root_impl, _custom_root_aval, multiple_results=True)
-generic_impls.add(custom_root_p)
+custom_root_p = Primitive(
+    "custom_root", on_every_namespace(_custom_root_impl), _custom_root_aval, multiple_results=True
+)
 
 
 @cached_per_jaxpr

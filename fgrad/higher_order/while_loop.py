@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import Linearization, UndefinedPrimal, batch_rules, block_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..ir.cache import cached_per_jaxpr
@@ -96,8 +96,7 @@ def _while_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
     return list(carry)
 
 
-while_p = Primitive("while", _while_impl, _while_aval, multiple_results=True)
-generic_impls.add(while_p)
+while_p = Primitive("while", on_every_namespace(_while_impl), _while_aval, multiple_results=True)
 
 
 def _body_jvp(body_jaxpr: ClosedJaxpr, const_nz: list[bool], carry_nz: list[bool]
@@ -227,8 +226,8 @@ def _tape_aval(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJ
     return [*carry, *[TAPE] * len(tape_sizes)]
 
 
-while_tape_p = Primitive("while_tape", _tape_impl, _tape_aval, multiple_results=True)
-generic_impls.add(while_tape_p)  # a tape is NumPy's object array on any library: a list of their arrays
+while_tape_p = Primitive("while_tape", on_every_namespace(_tape_impl), _tape_aval, multiple_results=True)
+# a tape is NumPy's object array on any library: a list of their arrays
 
 
 def _tape_scan_impl(*args: Any, jaxpr: ClosedJaxpr, reverse: bool, num_consts: int, num_carry: int,
@@ -261,8 +260,9 @@ def _tape_scan_aval(*avals: ShapedArray, jaxpr: ClosedJaxpr, reverse: bool, num_
     return [*carry, *[TAPE] * len(y_sizes)]
 
 
-tape_scan_p = Primitive("tape_scan", _tape_scan_impl, _tape_scan_aval, multiple_results=True)
-generic_impls.add(tape_scan_p)
+tape_scan_p = Primitive(
+    "tape_scan", on_every_namespace(_tape_scan_impl), _tape_scan_aval, multiple_results=True
+)
 
 
 def _instantiated(tangents: Sequence[Any], avals: Sequence[ShapedArray],

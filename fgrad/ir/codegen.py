@@ -54,7 +54,7 @@ import numpy as np
 
 from ..config import config
 from ..core.avals import ShapedArray, dtype_name
-from ..core.libraries import Library, LibraryTrace, library_impl
+from ..core.libraries import Library, LibraryTrace
 from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
@@ -63,7 +63,7 @@ from .fusion import Cluster, fuse_clusters, fused_p
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .passes import has_effects, last_uses
 
-__all__ = ["compile_jaxpr", "compile_for_library", "CompiledJaxpr", "runner"]
+__all__ = ["compile_jaxpr", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
 # The Python type standing for a 0-d value of each dtype in float code, with the
@@ -156,9 +156,17 @@ class CompiledJaxpr:
         return self.source
 
 
-def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> CompiledJaxpr:
-    """`closed` as generated Python code (cached per jaxpr, `donated` and the
-    fusion settings of `fgrad.config`).
+def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = (),
+                  library: Library | None = None) -> CompiledJaxpr:
+    """`closed` as generated Python code (cached per jaxpr, `donated`, the
+    fusion settings of `fgrad.config` and `library`).
+
+    On the arrays of another `library` than NumPy (core/libraries.py), the
+    code binds that library's namespace once, as its global `xp`, and calls
+    each primitive's implementation with it, `v1 = f0(xp, v0)`: the jaxpr's
+    NumPy constants become the library's arrays once, NumPy inputs are
+    converted on entry, and nothing NumPy-specific is written (no float
+    code, buffers, fusion, emit or block rules).
 
     `donated[i]` says that the caller gives up input i, so that the code may
     write results into its buffer (only a writeable array that owns its
@@ -187,18 +195,23 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = ()) -> Compil
             return [v2]
     <BLANKLINE>
     """
+    if library is not None:
+        return _compiled(closed, (), None, library)
     fusion = (config.jit_fusion_min_size, config.jit_fusion_block_size) if config.jit_fusion else None
     return _compiled(closed, donated, fusion)
 
 
 @cached_per_jaxpr
 def _compiled(closed: ClosedJaxpr, donated: tuple[bool, ...],
-              fusion: tuple[int, int] | None) -> CompiledJaxpr:
-    writer = _Writer(closed, donated, fusion)
+              fusion: tuple[int, int] | None, library: Library | None = None) -> CompiledJaxpr:
+    writer = _Writer(closed, donated, fusion, library)
     jaxpr = closed.jaxpr
     params = ", ".join(writer.name(v) for v in jaxpr.invars)
     body = None
-    if not any(has_effects(e) for e in jaxpr.eqns) and any(_runs_on_floats(e) for e in jaxpr.eqns):
+    if library is not None:
+        lines = [f"def jitted({params}):", *(f"    {writer.name(v)} = to_library({writer.name(v)})"
+                                             for v in jaxpr.invars), *writer.body(floats=False)]
+    elif not any(has_effects(e) for e in jaxpr.eqns) and any(_runs_on_floats(e) for e in jaxpr.eqns):
         body = writer.body(floats=True)
         if writer.float_ops < 2 * writer.conversions:  # converting would cost more than it saves
             body = None
@@ -209,7 +222,7 @@ def _compiled(closed: ClosedJaxpr, donated: tuple[bool, ...],
     else:
         lines = [f"def jitted({params}):", *writer.body(floats=False)]
     source = "\n".join(lines)
-    filename = _source_file(source)
+    filename = _source_file(source, "" if library is None else f" on {library.name}")
     exec(compile(source, filename, "exec"), writer.namespace)
     blocks, files = "", [filename]
     for cluster in writer.clusters:  # each block function in a file of its own, for tracebacks and warnings
@@ -252,71 +265,8 @@ def runner(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     if root is EVAL_TRACE:
         return compile_jaxpr(closed).fun
     if isinstance(root, LibraryTrace):
-        return compile_for_library(closed, root.library).fun
+        return compile_jaxpr(closed, library=root.library).fun
     return lambda *args: eval_closed_now(closed, args)
-
-
-@cached_per_jaxpr
-def compile_for_library(closed: ClosedJaxpr, library: Library) -> CompiledJaxpr:
-    """`closed` as generated Python code on the arrays of `library` (another
-    array library than NumPy, core/libraries.py), cached per jaxpr and library:
-    one line per equation calling the function `library_impl` chose for it
-    once, here, so that a jitted function on Dask or CuPy arrays pays no
-    dispatch per equation. The jaxpr's NumPy constants become the library's
-    arrays once; NumPy inputs are converted on entry.
-
-    >>> import fgrad, fgrad.numpy as fnp, array_api_strict
-    >>> from fgrad.core.libraries import library_of
-    >>> closed = fgrad.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(np.ones(2))
-    >>> lib = library_of([array_api_strict.asarray(1.0)])
-    >>> print(compile_for_library(closed, lib).source)
-    def jitted(v0):
-        v0 = to_library(v0)
-        v1 = f0(v0)
-        del v0
-        v2 = f1(v1, k1_1)
-        del v1
-        return [v2]
-    """
-    jaxpr = closed.jaxpr
-    namespace: dict[str, Any] = {"to_library": library.take_in}
-    names: dict[Var, str] = {}
-
-    def name(v: Var) -> str:
-        found = names.get(v)
-        if found is None:
-            found = names[v] = f"v{len(names)}"
-        return found
-
-    def operand(a: Var | Literal, i: int, k: int) -> str:
-        if isinstance(a, Var):
-            return name(a)
-        # A Python number stays one (weakly typed, as the rules expect).
-        namespace[f"k{i}_{k}"] = library.take_in(a.val)
-        return f"k{i}_{k}"
-
-    constants = set(jaxpr.constvars)  # globals of the function: never deleted
-    for v, c in zip(jaxpr.constvars, closed.consts):
-        namespace[name(v)] = library.take_in(c)
-    params = ", ".join(name(v) for v in jaxpr.invars)
-    lines = [f"def jitted({params}):", *(f"    {name(v)} = to_library({name(v)})" for v in jaxpr.invars)]
-    release = last_uses(jaxpr)
-    for i, eqn in enumerate(jaxpr.eqns):
-        avals = tuple(a.aval for a in eqn.invars)
-        namespace[f"f{i}"] = library_impl(eqn.primitive, library, avals, eqn.params)
-        args = ", ".join(operand(a, i, k) for k, a in enumerate(eqn.invars))
-        lines.append("    " + _statement(eqn, [name(v) for v in eqn.outvars], f"f{i}({args})"))
-        dead = [name(v) for v in release.get(i, ()) if v in names and v not in constants]
-        if dead:
-            lines.append(f"    del {', '.join(dead)}")
-    outs = ", ".join(operand(a, len(jaxpr.eqns), k) for k, a in enumerate(jaxpr.outvars))
-    lines.append(f"    return [{outs}]")
-    source = "\n".join(lines)
-    filename = _source_file(source, f" on {library.name}")
-    exec(compile(source, filename, "exec"), namespace)
-    compiled = CompiledJaxpr(namespace["jitted"], source)
-    weakref.finalize(compiled, _released.append, filename)
-    return compiled
 
 
 _numbers = itertools.count()
@@ -567,8 +517,9 @@ class _Writer:
     """The source text of one jaxpr's function, and the namespace it runs in."""
 
     def __init__(self, closed: ClosedJaxpr, donated: tuple[bool, ...],
-                 fusion: tuple[int, int] | None = None) -> None:
+                 fusion: tuple[int, int] | None = None, library: Library | None = None) -> None:
         jaxpr = closed.jaxpr
+        self.library = library
         fused = fuse_clusters(jaxpr, *fusion) if fusion is not None else None
         self.jaxpr = jaxpr = fused or jaxpr
         self.clusters: list[Cluster] = [e.params["cluster"] for e in jaxpr.eqns if e.primitive is fused_p]
@@ -585,12 +536,21 @@ class _Writer:
         self.within: tuple[str, ...] = ()
         for i, v in enumerate(jaxpr.invars):
             self.legend[self.name(v)] = ("input", i, v.aval)
+        if library is not None:
+            self.namespace.update(xp=library.xp, to_library=library.take_in)
         for v, c in zip(jaxpr.constvars, closed.consts):
-            self.namespace[self.name(v)] = c
+            self.namespace[self.name(v)] = self.take_in(c)
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
-        self.owned = _buffer_candidates(jaxpr, donated)
-        self.packs, self.folded, self.used_until = _packs(jaxpr)
+        if library is None:
+            self.owned = _buffer_candidates(jaxpr, donated)
+            self.packs, self.folded, self.used_until = _packs(jaxpr)
+        else:
+            self.owned, self.packs, self.folded, self.used_until = set(), {}, {}, {}
+
+    def take_in(self, value: Any) -> Any:
+        """A constant as the code holds it: an array of the library it runs on."""
+        return value if self.library is None else self.library.take_in(value)
 
     def name(self, v: Var) -> str:
         found = self.names.get(v)
@@ -611,7 +571,9 @@ class _Writer:
             if prefix == "k":
                 self.legend[key] = ("const", value, self.within)
             elif prefix == "f":
-                ufunc = None if value is eqn.primitive.impl else value
+                prim = eqn.primitive
+                own = value is prim.impl or (self.library is not None and value is prim.xp_impl)
+                ufunc = None if own else value
                 self.legend[key] = ("fun", [eqn.primitive.name], ufunc, self.within)
             elif prefix == "p":
                 self.legend[key] = ("params", eqn, self.within)
@@ -643,7 +605,7 @@ class _Writer:
 
         def numpy_form(a: Any) -> str:
             if type(a) is Literal:
-                return self.glob("k", a.val)
+                return self.glob("k", self.take_in(a.val))
             if a not in as_numpy:
                 lines.append(f"    {self.name(a)} = {_PYTHON_FORMS[a.aval.dtype][1]}({as_float[a]})")
                 self.conversions += 1
@@ -737,7 +699,7 @@ class _Writer:
                     self._delete(lines, dead, keep, as_numpy)
                     continue
             args = [numpy_form(a) for a in eqn.invars]
-            block = block_rules.get(eqn.primitive)
+            block = block_rules.get(eqn.primitive) if self.library is None else None
             statements = block(self, eqn, args) if block is not None else None
             if statements is not None:
                 lines.extend("    " + line for line in statements)
@@ -850,6 +812,8 @@ class _Writer:
     def _numpy_call(self, eqn: Any, args: list[str]) -> str:
         """The expression for `eqn` on NumPy values, in memory of its own."""
         prim = eqn.primitive
+        if self.library is not None:
+            return self._library_call(eqn, args)
         if prim is fused_p:
             return f"{self._cluster(eqn)}({', '.join(args)})"
         rule = emit_rules.get(prim)
@@ -860,6 +824,18 @@ class _Writer:
                 call += (", " if eqn.invars else "") + f"**{self.glob('p', eqn.params, eqn)}"
             call += ")"
         return call
+
+    def _library_call(self, eqn: Any, args: list[str]) -> str:
+        """The expression for `eqn` on the arrays of another library: its
+        implementation called with the namespace `xp`."""
+        prim = eqn.primitive
+        if any(a.aval.dtype == object for a in eqn.invars):  # a loop's tape, NumPy's list of steps
+            call = f"{self.glob('f', prim.impl, eqn)}({', '.join(args)}"
+        else:
+            call = f"{self.glob('f', prim.xp_impl, eqn)}({', '.join(['xp', *args])}"
+        if eqn.params:
+            call += f", **{self.glob('p', eqn.params, eqn)}"
+        return call + ")"
 
     def _delete(self, lines: list[str], dead: Sequence[Var], keep: set[Var], as_numpy: set[Var]) -> None:
         names = []

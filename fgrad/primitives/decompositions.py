@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, is_dask, library_of_namespace, numpy_only
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing, linalg, shapes
@@ -169,10 +169,206 @@ def _batch_front(prim: Primitive) -> Callable[..., Any]:
     return rule
 
 
+# --- the implementations on a namespace -----------------------------------------------
+# The standard's linalg extension, `xp.linalg`, where it has the function
+# with NumPy's semantics; eig and eigvals (not in the standard) have no rule.
+# Operands are cast to NumPy's result dtype first (an int matrix is solved in
+# float64).
+
+def linalg_function(xp: Any, prim: Primitive, name: str) -> Callable[..., Any]:
+    fn = getattr(getattr(xp, "linalg", None), name, None)
+    if fn is None:
+        library = library_of_namespace(xp).name
+        raise NotImplementedError(
+            f"the primitive `{prim.name}` has no implementation for arrays of {library} in fgrad: "
+            f"{library} has no linalg.{name} (the Array API's linalg extension). Convert the arrays to "
+            f"NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling the "
+            f"transformed function."
+        )
+    return fn
+
+
+def each_matrix(xp: Any, fn: Callable[..., Any], *xs: Any) -> Any:
+    """`fn` (results: an array or a tuple of them) on stacks of matrices `xs`
+    (broadcast against each other). Dask's linalg takes one matrix at a time,
+    each in one chunk (its QR and SVD otherwise need tall-and-skinny chunks,
+    with other signs than LAPACK's): there a stack is computed matrix by
+    matrix, and stacked again."""
+    if not is_dask(xp):
+        return fn(*xs)
+    xs = tuple(x.rechunk({x.ndim - 2: -1, x.ndim - 1: -1}) for x in xs)
+    stack = broadcast_shapes(*(tuple(x.shape[:-2]) for x in xs))
+    if not stack:
+        return fn(*xs)
+    xs = tuple(xp.broadcast_to(x, (*stack, *x.shape[-2:])) for x in xs)
+    outs = [fn(*(x[index] for x in xs)) for index in np.ndindex(stack)]
+    if not isinstance(outs[0], tuple):
+        return xp.reshape(xp.stack(outs), (*stack, *outs[0].shape))
+    return tuple(
+        xp.reshape(xp.stack([out[i] for out in outs]), (*stack, *outs[0][i].shape))
+        for i in range(len(outs[0]))
+    )
+
+
+def _on_namespace(compute: Callable[..., Any], abstract_eval: Callable[..., Any],
+                  multiple_results: bool) -> Callable[..., Any]:
+    """The implementation `compute(xp, *operands, **params)` on the operands
+    cast to the dtype of the (first) result; a list for several results."""
+
+    def impl(xp: Any, *args: Any, **params: Any) -> Any:
+        out = abstract_eval(*(get_aval(a) for a in args), **params)
+        dtype = (out[0] if multiple_results else out).dtype
+        if dtype.kind == "f" and any(get_aval(a).dtype.kind == "c" for a in args):
+            dtype = _complex_dtype_of(dtype)  # eigvalsh of a complex matrix is real
+        result = compute(xp, *(cast(xp, a, dtype) for a in args), **params)
+        # and the results in NumPy's dtypes (Dask's inv of float32 is float64)
+        if multiple_results:
+            return [cast(xp, r, aval.dtype) for r, aval in zip(result, out)]
+        return cast(xp, result, out.dtype)
+
+    return impl
+
+
+def _complex_dtype_of(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+def _conj_transpose(xp: Any, m: Any) -> Any:
+    m_t = xp.matrix_transpose(m)
+    return xp.conj(m_t) if xp.isdtype(m.dtype, "complex floating") else m_t
+
+
+def triangle(xp: Any, a: Any, lower: bool, diagonal: bool = True) -> Any:
+    """The lower (or upper) triangle of each matrix of `a`, its diagonal
+    included or not, zeros elsewhere (by a NumPy mask: Dask's tril of complex
+    numbers warns)."""
+    n = a.shape[-1]
+    mask = np.tri(n, k=0 if diagonal else -1, dtype=bool)
+    return xp.where(cast(xp, mask if lower else mask.T), a, xp.zeros_like(a))
+
+
+def _hermitian(xp: Any, a: Any, lower: bool) -> Any:
+    """The Hermitian matrices of `a`'s lower (or upper) triangle, as LAPACK reads
+    it (the real part of the diagonal): the same for a library whichever
+    triangle its eigh reads."""
+    strict = triangle(xp, a, lower, diagonal=False)
+    diagonal = a - strict - triangle(xp, a, not lower, diagonal=False)
+    if xp.isdtype(a.dtype, "complex floating"):
+        diagonal = xp.astype(xp.real(diagonal), a.dtype)
+    return strict + _conj_transpose(xp, strict) + diagonal
+
+
+def _solve_on(xp: Any, a: Any, b: Any) -> Any:
+    return each_matrix(xp, linalg_function(xp, solve_p, "solve"), a, b)
+
+
+def _inv_on(xp: Any, a: Any, *, singular: str = "raise") -> Any:
+    if singular != "raise":
+        library = library_of_namespace(xp).name
+        raise NotImplementedError(
+            f"the primitive `inv` with singular={singular!r} (nans for singular matrices, as "
+            f"numpy.linalg.cond needs) has no implementation for arrays of {library} in fgrad: it "
+            f"needs to look at each matrix's values. Convert the arrays to NumPy first."
+        )
+    return each_matrix(xp, linalg_function(xp, inv_p, "inv"), a)
+
+
+def _pinv_on(xp: Any, a: Any, *, rcond: float, hermitian: bool) -> Any:
+    if not hermitian:
+        pinv_fn = linalg_function(xp, pinv_p, "pinv")
+        return each_matrix(xp, lambda m: pinv_fn(m, rtol=rcond), a)
+    # NumPy's: the eigendecomposition of the lower triangle, eigenvalues below
+    # rcond times the largest magnitude dropped.
+    w, v = each_matrix(xp, linalg_function(xp, pinv_p, "eigh"), _hermitian(xp, a, lower=True))
+    magnitude = xp.abs(w)
+    keep = magnitude > rcond * xp.max(magnitude, axis=-1, keepdims=True)
+    w_inv = xp.where(keep, 1.0 / xp.where(keep, w, xp.ones_like(w)), xp.zeros_like(w))
+    return xp.matmul(v * xp.astype(w_inv, v.dtype)[..., None, :], _conj_transpose(xp, v))
+
+
+def _adjugate_on(xp: Any, a: Any) -> Any:
+    # As _adjugate_impl: det(U) det(Vh) Vh^H diag(c) U^H, c_i the product of
+    # the other singular values (a product over the others, never a division).
+    n = a.shape[-1]
+    if n == 0:
+        return a
+    det_fn = linalg_function(xp, adjugate_p, "det")
+    svd_fn = linalg_function(xp, adjugate_p, "svd")
+    u, s, vh = each_matrix(xp, lambda m: tuple(svd_fn(m, full_matrices=False)), a)
+    scale = each_matrix(xp, det_fn, u) * each_matrix(xp, det_fn, vh)
+    others = xp.stack([xp.prod(xp.concat([s[..., :i], s[..., i + 1:]], axis=-1), axis=-1)
+                       for i in range(n)], axis=-1)
+    v_c = _conj_transpose(xp, vh) * xp.astype(others, a.dtype)[..., None, :]
+    return xp.matmul(v_c, _conj_transpose(xp, u)) * scale[..., None, None]
+
+
+def _cholesky_on(xp: Any, a: Any, *, upper: bool) -> Any:
+    # NumPy's upper factor U (a = U^H U) reads a's upper triangle: it is the
+    # conjugate transpose of the lower factor of a^H, whose lower triangle
+    # that is. A library's own upper factor may read the lower triangle
+    # (array_api_strict's and array-api-compat's transpose the lower factor of a).
+    if is_dask(xp):
+        # Dask's own: array-api-compat's wrapper (1.16) passes no `lower` to it,
+        # whose default is the upper factor.
+        import dask.array as da
+
+        lower_factor: Callable[..., Any] = lambda m: da.linalg.cholesky(m, lower=True)
+    else:
+        lower_factor = linalg_function(xp, cholesky_p, "cholesky")
+    if not upper:
+        return each_matrix(xp, lower_factor, a)
+    return _conj_transpose(xp, each_matrix(xp, lower_factor, _conj_transpose(xp, a)))
+
+
+def _qr_on(xp: Any, a: Any, *, mode: str) -> Any:
+    qr_fn = linalg_function(xp, qr_p, "qr")
+    return each_matrix(xp, lambda m: tuple(qr_fn(m, mode=mode)), a)
+
+
+def _eigh_on(xp: Any, a: Any, *, UPLO: str) -> Any:
+    eigh_fn = linalg_function(xp, eigh_p, "eigh")
+    return each_matrix(xp, lambda m: tuple(eigh_fn(m)), _hermitian(xp, a, lower=UPLO == "L"))
+
+
+def _eigvalsh_on(xp: Any, a: Any, *, UPLO: str) -> Any:
+    eigvalsh_fn = linalg_function(xp, eigvalsh_p, "eigvalsh")
+    return each_matrix(xp, eigvalsh_fn, _hermitian(xp, a, lower=UPLO == "L"))
+
+
+def _svd_on(xp: Any, a: Any, *, full_matrices: bool) -> Any:
+    svd_fn = linalg_function(xp, svd_p, "svd")
+    return each_matrix(xp, lambda m: tuple(svd_fn(m, full_matrices=full_matrices)), a)
+
+
+def _svdvals_on(xp: Any, a: Any) -> Any:
+    if is_dask(xp):  # array-api-compat's (1.16) asks Dask for the full matrices it refuses
+        return _svd_on(xp, a, full_matrices=False)[1]
+    return each_matrix(xp, linalg_function(xp, svdvals_p, "svdvals"), a)
+
+
+def _slogdet_on(xp: Any, a: Any) -> Any:
+    slogdet_fn = linalg_function(xp, slogdet_p, "slogdet")
+    return each_matrix(xp, lambda m: tuple(slogdet_fn(m)), a)
+
+
+
+
+def _det_on(xp: Any, a: Any) -> Any:
+    return each_matrix(xp, linalg_function(xp, det_p, "det"), a)
+
+
 def _primitive(
-    name: str, impl: Callable[..., Any], compute_aval: Callable[..., Any], multiple_results: bool = False
+    name: str, impl: Callable[..., Any], compute_aval: Callable[..., Any], multiple_results: bool = False,
+    xp: Callable[..., Any] | None = None,
 ) -> Primitive:
-    prim = Primitive(name, impl, cached_aval(compute_aval), multiple_results)
+    """A primitive computed by `impl` on NumPy's arrays and by `xp(xp, *operands,
+    **params)` (`_on_namespace`) on another namespace's; by NumPy only without `xp`."""
+    abstract_eval = cached_aval(compute_aval)
+    if xp is None:
+        on_namespace = numpy_only(name, impl)
+    else:
+        on_namespace = _on_namespace(xp, abstract_eval, multiple_results)
+    prim = Primitive(name, on_namespace, abstract_eval, multiple_results, numpy=impl)
     batch_rules[prim] = _batch_front(prim)
     return prim
 
@@ -194,7 +390,9 @@ def _solve_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
     return ShapedArray((*stack, *b.shape[-2:]), dtype)
 
 
-solve_p = Primitive("solve", np.linalg.solve, cached_aval(_solve_aval))
+_solve_aval_cached = cached_aval(_solve_aval)
+solve_p = Primitive("solve", _on_namespace(_solve_on, _solve_aval_cached, False), _solve_aval_cached,
+                    numpy=np.linalg.solve)
 
 
 def _solve_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
@@ -250,7 +448,7 @@ def _inv_impl(a: Any, *, singular: str = "raise") -> Any:
         return out
 
 
-inv_p = _primitive("inv", _inv_impl, _same_shape_aval(np.linalg.inv))
+inv_p = _primitive("inv", _inv_impl, _same_shape_aval(np.linalg.inv), xp=_inv_on)
 
 
 def _inv_jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[Any, Any]:
@@ -281,7 +479,7 @@ def _pinv_aval(a: ShapedArray, *, rcond: float, hermitian: bool) -> ShapedArray:
 
 
 pinv_p = _primitive(
-    "pinv", lambda a, *, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian), _pinv_aval
+    "pinv", lambda a, *, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian), _pinv_aval, xp=_pinv_on
 )
 
 
@@ -334,7 +532,7 @@ def _adjugate_impl(a: np.ndarray) -> np.ndarray:
     return adj * scale[..., None, None]
 
 
-adjugate_p = _primitive("adjugate", _adjugate_impl, _same_shape_aval(np.linalg.inv))
+adjugate_p = _primitive("adjugate", _adjugate_impl, _same_shape_aval(np.linalg.inv), xp=_adjugate_on)
 
 
 def _adjugate_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
@@ -390,7 +588,7 @@ def _stack_aval(np_fn: Callable[..., Any], count: int) -> Callable[..., Any]:
     return compute
 
 
-det_p = _primitive("det", np.linalg.det, _stack_aval(np.linalg.det, 1))
+det_p = _primitive("det", np.linalg.det, _stack_aval(np.linalg.det, 1), xp=_det_on)
 
 
 def _det_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
@@ -402,7 +600,8 @@ def _det_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
 jvp_rules[det_p] = _det_jvp
 
 slogdet_p = _primitive(
-    "slogdet", lambda a: list(np.linalg.slogdet(a)), _stack_aval(np.linalg.slogdet, 2), multiple_results=True
+    "slogdet", lambda a: list(np.linalg.slogdet(a)), _stack_aval(np.linalg.slogdet, 2), multiple_results=True,
+    xp=_slogdet_on,
 )
 
 
@@ -425,7 +624,8 @@ jvp_rules[slogdet_p] = _slogdet_jvp
 # --- cholesky(a, upper) ------------------------------------------------------------------
 
 cholesky_p = _primitive(
-    "cholesky", lambda a, *, upper: np.linalg.cholesky(a, upper=upper), _same_shape_aval(np.linalg.cholesky)
+    "cholesky", lambda a, *, upper: np.linalg.cholesky(a, upper=upper), _same_shape_aval(np.linalg.cholesky),
+    xp=_cholesky_on,
 )
 
 
@@ -459,7 +659,9 @@ def _qr_aval(a: ShapedArray, *, mode: str) -> list[ShapedArray]:
     return [ShapedArray((*a.shape[:-2], m, k), q_dtype), ShapedArray((*a.shape[:-2], k, n), r_dtype)]
 
 
-qr_p = _primitive("qr", lambda a, *, mode: list(np.linalg.qr(a, mode=mode)), _qr_aval, multiple_results=True)
+qr_p = _primitive(
+    "qr", lambda a, *, mode: list(np.linalg.qr(a, mode=mode)), _qr_aval, multiple_results=True, xp=_qr_on
+)
 
 
 def _qr_square_jvp(q: Any, r: Any, da: Any, tall: bool) -> tuple[Any, Any]:
@@ -525,9 +727,11 @@ def _eigvalsh_aval(a: ShapedArray, *, UPLO: str) -> ShapedArray:
 
 
 eigh_p = _primitive(
-    "eigh", lambda a, *, UPLO: list(np.linalg.eigh(a, UPLO)), _eigh_aval, multiple_results=True
+    "eigh", lambda a, *, UPLO: list(np.linalg.eigh(a, UPLO)), _eigh_aval, multiple_results=True, xp=_eigh_on
 )
-eigvalsh_p = _primitive("eigvalsh", lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO), _eigvalsh_aval)
+eigvalsh_p = _primitive(
+    "eigvalsh", lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO), _eigvalsh_aval, xp=_eigvalsh_on
+)
 
 
 def _eigh_jvp(primals: list[Any], tangents: list[Any], *, UPLO: str) -> tuple[Any, Any]:
@@ -660,9 +864,10 @@ def _svdvals_aval(a: ShapedArray) -> ShapedArray:
 
 
 svd_p = _primitive(
-    "svd", lambda a, *, full_matrices: list(np.linalg.svd(a, full_matrices)), _svd_aval, multiple_results=True
+    "svd", lambda a, *, full_matrices: list(np.linalg.svd(a, full_matrices)), _svd_aval,
+    multiple_results=True, xp=_svd_on,
 )
-svdvals_p = _primitive("svdvals", np.linalg.svdvals, _svdvals_aval)
+svdvals_p = _primitive("svdvals", np.linalg.svdvals, _svdvals_aval, xp=_svdvals_on)
 
 
 def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool) -> tuple[Any, Any]:
@@ -731,198 +936,3 @@ eig: Callable[..., Any] = eig_p.bind
 eigvals: Callable[..., Any] = eigvals_p.bind
 svd: Callable[..., Any] = svd_p.bind
 svdvals: Callable[..., Any] = svdvals_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The standard's linalg extension, `lib.xp.linalg`, where it has the function
-# with NumPy's semantics; eig and eigvals (not in the standard) have no rule.
-# Operands are cast to NumPy's result dtype first (an int matrix is solved in
-# float64).
-
-def linalg_function(lib: Any, prim: Primitive, name: str) -> Callable[..., Any]:
-    fn = getattr(getattr(lib.xp, "linalg", None), name, None)
-    if fn is None:
-        raise NotImplementedError(
-            f"the primitive `{prim.name}` has no implementation for arrays of {lib.name} in fgrad: "
-            f"{lib.name} has no linalg.{name} (the Array API's linalg extension). Convert the arrays to "
-            f"NumPy yourself (e.g. with np.asarray, or .compute() for Dask) before calling the "
-            f"transformed function."
-        )
-    return fn
-
-
-def each_matrix(lib: Any, fn: Callable[..., Any], *xs: Any) -> Any:
-    """`fn` (results: an array or a tuple of them) on stacks of matrices `xs`
-    (broadcast against each other). Dask's linalg takes one matrix at a time,
-    each in one chunk (its QR and SVD otherwise need tall-and-skinny chunks,
-    with other signs than LAPACK's): there a stack is computed matrix by
-    matrix, and stacked again."""
-    if lib.name != "dask.array":
-        return fn(*xs)
-    xp = lib.xp
-    xs = tuple(x.rechunk({x.ndim - 2: -1, x.ndim - 1: -1}) for x in xs)
-    stack = broadcast_shapes(*(tuple(x.shape[:-2]) for x in xs))
-    if not stack:
-        return fn(*xs)
-    xs = tuple(xp.broadcast_to(x, (*stack, *x.shape[-2:])) for x in xs)
-    outs = [fn(*(x[index] for x in xs)) for index in np.ndindex(stack)]
-    if not isinstance(outs[0], tuple):
-        return xp.reshape(xp.stack(outs), (*stack, *outs[0].shape))
-    return tuple(
-        xp.reshape(xp.stack([out[i] for out in outs]), (*stack, *outs[0][i].shape))
-        for i in range(len(outs[0]))
-    )
-
-
-def _library_rule(prim: Primitive, compute: Callable[..., Any]) -> None:
-    """`library_rules[prim]`: `compute(lib, *operands, **params)` on the operands
-    cast to the dtype of the (first) result; a list for several results."""
-
-    def rule(lib: Any, *args: Any, **params: Any) -> Any:
-        out = prim.abstract_eval(*(get_aval(a) for a in args), **params)
-        dtype = (out[0] if prim.multiple_results else out).dtype
-        if dtype.kind == "f" and any(get_aval(a).dtype.kind == "c" for a in args):
-            dtype = _complex_dtype_of(dtype)  # eigvalsh of a complex matrix is real
-        result = compute(lib, *(lib.asarray(a, dtype) for a in args), **params)
-        # and the results in NumPy's dtypes (Dask's inv of float32 is float64)
-        if prim.multiple_results:
-            return [lib.asarray(r, aval.dtype) for r, aval in zip(result, out)]
-        return lib.asarray(result, out.dtype)
-
-    library_rules[prim] = rule
-
-
-def _complex_dtype_of(dtype: np.dtype) -> np.dtype:
-    return np.result_type(dtype, np.complex64)
-
-
-def _conj_transpose(xp: Any, m: Any) -> Any:
-    m_t = xp.matrix_transpose(m)
-    return xp.conj(m_t) if xp.isdtype(m.dtype, "complex floating") else m_t
-
-
-def triangle(lib: Any, a: Any, lower: bool, diagonal: bool = True) -> Any:
-    """The lower (or upper) triangle of each matrix of `a`, its diagonal
-    included or not, zeros elsewhere (by a NumPy mask: Dask's tril of complex
-    numbers warns)."""
-    n = a.shape[-1]
-    mask = np.tri(n, k=0 if diagonal else -1, dtype=bool)
-    return lib.xp.where(lib.asarray(mask if lower else mask.T), a, lib.xp.zeros_like(a))
-
-
-def _hermitian(lib: Any, a: Any, lower: bool) -> Any:
-    """The Hermitian matrices of `a`'s lower (or upper) triangle, as LAPACK reads
-    it (the real part of the diagonal): the same for a library whichever
-    triangle its eigh reads."""
-    xp = lib.xp
-    strict = triangle(lib, a, lower, diagonal=False)
-    diagonal = a - strict - triangle(lib, a, not lower, diagonal=False)
-    if xp.isdtype(a.dtype, "complex floating"):
-        diagonal = xp.astype(xp.real(diagonal), a.dtype)
-    return strict + _conj_transpose(xp, strict) + diagonal
-
-
-def _library_solve(lib: Any, a: Any, b: Any) -> Any:
-    return each_matrix(lib, linalg_function(lib, solve_p, "solve"), a, b)
-
-
-def _library_inv(lib: Any, a: Any, *, singular: str = "raise") -> Any:
-    if singular != "raise":
-        raise NotImplementedError(
-            f"the primitive `inv` with singular={singular!r} (nans for singular matrices, as "
-            f"numpy.linalg.cond needs) has no implementation for arrays of {lib.name} in fgrad: it "
-            f"needs to look at each matrix's values. Convert the arrays to NumPy first."
-        )
-    return each_matrix(lib, linalg_function(lib, inv_p, "inv"), a)
-
-
-def _library_pinv(lib: Any, a: Any, *, rcond: float, hermitian: bool) -> Any:
-    xp = lib.xp
-    if not hermitian:
-        pinv_fn = linalg_function(lib, pinv_p, "pinv")
-        return each_matrix(lib, lambda m: pinv_fn(m, rtol=rcond), a)
-    # NumPy's: the eigendecomposition of the lower triangle, eigenvalues below
-    # rcond times the largest magnitude dropped.
-    w, v = each_matrix(lib, linalg_function(lib, pinv_p, "eigh"), _hermitian(lib, a, lower=True))
-    magnitude = xp.abs(w)
-    keep = magnitude > rcond * xp.max(magnitude, axis=-1, keepdims=True)
-    w_inv = xp.where(keep, 1.0 / xp.where(keep, w, xp.ones_like(w)), xp.zeros_like(w))
-    return xp.matmul(v * xp.astype(w_inv, v.dtype)[..., None, :], _conj_transpose(xp, v))
-
-
-def _library_adjugate(lib: Any, a: Any) -> Any:
-    # As _adjugate_impl: det(U) det(Vh) Vh^H diag(c) U^H, c_i the product of
-    # the other singular values (a product over the others, never a division).
-    xp = lib.xp
-    n = a.shape[-1]
-    if n == 0:
-        return a
-    det_fn = linalg_function(lib, adjugate_p, "det")
-    svd_fn = linalg_function(lib, adjugate_p, "svd")
-    u, s, vh = each_matrix(lib, lambda m: tuple(svd_fn(m, full_matrices=False)), a)
-    scale = each_matrix(lib, det_fn, u) * each_matrix(lib, det_fn, vh)
-    others = xp.stack([xp.prod(xp.concat([s[..., :i], s[..., i + 1:]], axis=-1), axis=-1)
-                       for i in range(n)], axis=-1)
-    v_c = _conj_transpose(xp, vh) * xp.astype(others, a.dtype)[..., None, :]
-    return xp.matmul(v_c, _conj_transpose(xp, u)) * scale[..., None, None]
-
-
-def _library_cholesky(lib: Any, a: Any, *, upper: bool) -> Any:
-    # NumPy's upper factor U (a = U^H U) reads a's upper triangle: it is the
-    # conjugate transpose of the lower factor of a^H, whose lower triangle
-    # that is. A library's own upper factor may read the lower triangle
-    # (array_api_strict's and array-api-compat's transpose the lower factor of a).
-    xp = lib.xp
-    if lib.name == "dask.array":
-        # Dask's own: array-api-compat's wrapper (1.16) passes no `lower` to it,
-        # whose default is the upper factor.
-        import dask.array as da
-
-        lower_factor: Callable[..., Any] = lambda m: da.linalg.cholesky(m, lower=True)
-    else:
-        lower_factor = linalg_function(lib, cholesky_p, "cholesky")
-    if not upper:
-        return each_matrix(lib, lower_factor, a)
-    return _conj_transpose(xp, each_matrix(lib, lower_factor, _conj_transpose(xp, a)))
-
-
-def _library_qr(lib: Any, a: Any, *, mode: str) -> Any:
-    qr_fn = linalg_function(lib, qr_p, "qr")
-    return each_matrix(lib, lambda m: tuple(qr_fn(m, mode=mode)), a)
-
-
-def _library_eigh(lib: Any, a: Any, *, UPLO: str) -> Any:
-    eigh_fn = linalg_function(lib, eigh_p, "eigh")
-    return each_matrix(lib, lambda m: tuple(eigh_fn(m)), _hermitian(lib, a, lower=UPLO == "L"))
-
-
-def _library_eigvalsh(lib: Any, a: Any, *, UPLO: str) -> Any:
-    eigvalsh_fn = linalg_function(lib, eigvalsh_p, "eigvalsh")
-    return each_matrix(lib, eigvalsh_fn, _hermitian(lib, a, lower=UPLO == "L"))
-
-
-def _library_svd(lib: Any, a: Any, *, full_matrices: bool) -> Any:
-    svd_fn = linalg_function(lib, svd_p, "svd")
-    return each_matrix(lib, lambda m: tuple(svd_fn(m, full_matrices=full_matrices)), a)
-
-
-def _library_svdvals(lib: Any, a: Any) -> Any:
-    if lib.name == "dask.array":  # array-api-compat's (1.16) asks Dask for the full matrices it refuses
-        return _library_svd(lib, a, full_matrices=False)[1]
-    return each_matrix(lib, linalg_function(lib, svdvals_p, "svdvals"), a)
-
-
-def _library_slogdet(lib: Any, a: Any) -> Any:
-    slogdet_fn = linalg_function(lib, slogdet_p, "slogdet")
-    return each_matrix(lib, lambda m: tuple(slogdet_fn(m)), a)
-
-
-for _prim, _compute in (
-    (solve_p, _library_solve), (inv_p, _library_inv), (pinv_p, _library_pinv),
-    (adjugate_p, _library_adjugate),
-    (det_p, lambda lib, a: each_matrix(lib, linalg_function(lib, det_p, "det"), a)),
-    (slogdet_p, _library_slogdet), (cholesky_p, _library_cholesky), (qr_p, _library_qr),
-    (eigh_p, _library_eigh), (eigvalsh_p, _library_eigvalsh), (svd_p, _library_svd),
-    (svdvals_p, _library_svdvals),
-):
-    _library_rule(_prim, _compute)

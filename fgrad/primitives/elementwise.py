@@ -1,14 +1,18 @@
 """Elementwise primitives: NumPy's ufuncs, with NumPy's broadcasting and dtype
 promotion (NEP 50: a Python scalar does not widen an array's dtype).
 
-Each member of the family is one line: a name, its NumPy function and the
+Each member of the family is one line: a name, its function and the
 derivative of its output with respect to each argument, as a function of the
 primal output and inputs (`JVPFactors`: HIPS autograd's table style, read
-next to the calculus). Linear members carry their transpose on the next
-line. Members without factors (comparisons, rounding, logical and bitwise
-operations, floor_divide) have no derivative. Shapes and dtypes are worked out
-once per combination of input avals (and params) and cached (`cached_aval`).
-All share one batch rule: NumPy broadcasting with the batch axis in front.
+next to the calculus). The function is named as the Array API names it
+("sin", "atan2"): NumPy's of that name computes it on NumPy's arrays, any
+other namespace's on its arrays (`elementwise`). A function the standard
+lacks is NumPy's, composed of the standard's for other namespaces. Linear
+members carry their transpose on the next line. Members without factors
+(comparisons, rounding, logical and bitwise operations, floor_divide) have no
+derivative. Shapes and dtypes are worked out once per combination of input
+avals (and params) and cached (`cached_aval`). All share one batch rule:
+NumPy broadcasting with the batch axis in front.
 
 Where a function has a kink or a singularity, the derivative there follows
 JAX: abs'(0) = sign'(x) = 0, ties of maximum/minimum/clip share the derivative
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.libraries import elementwise_impls, library_rules
+from ..core.libraries import cast, library_of_namespace, numpy_blockwise
 from ..core.rules import (
     JVPFactors,
     UndefinedPrimal,
@@ -105,14 +109,34 @@ def _operator_impl(op: Callable[..., Any], np_fn: Callable[..., Any]) -> Callabl
 
 
 def elementwise(
-    name: str, np_fn: Callable[..., Any], *factors: Factor, impl: Callable[..., Any] | None = None
+    name: str, fn: str | Callable[..., Any], *factors: Factor, impl: Callable[..., Any] | None = None,
+    xp: Callable[..., Any] | None = None, cast: str = "out",
 ) -> Primitive:
-    """A primitive applying `np_fn` elementwise, with the derivative of its output
+    """A primitive applying `fn` elementwise, with the derivative of its output
     with respect to each argument (see `JVPFactors`). With no factors the
-    output has no derivative (comparisons, sign, rounding). `impl` replaces
-    `np_fn` for evaluation when it computes the same thing faster."""
-    prim = Primitive(name, impl or np_fn, _elementwise_aval(np_fn, getattr(impl, "keeps_weak", False)))
-    elementwise_impls.add(prim)
+    output has no derivative (comparisons, sign, rounding).
+
+    `fn` is the name of the Array API's function (a string: "sin", "atan2"),
+    which is NumPy's of that name on NumPy's arrays and the namespace's on any
+    other's: one implementation. Or it is a NumPy function the standard lacks
+    (np.cbrt, or SciPy's special functions), and `xp(xp, *operands, **params)`
+    composes it from the standard's functions for other namespaces; without
+    `xp`, a library computing block by block (Dask) runs `fn` on each block.
+    Operands reach the namespace's function cast to the result's dtype
+    (`cast="out"`), to their common dtype ("common": comparisons), kept in
+    their own ("own"), in float64 with the result cast to its dtype ("float64":
+    SciPy's functions), or as they are ("none": `xp` casts them itself). `impl`
+    replaces NumPy's function for evaluation when it computes the same thing
+    faster."""
+    np_fn = getattr(np, fn) if isinstance(fn, str) else fn
+    abstract_eval = _elementwise_aval(np_fn, getattr(impl, "keeps_weak", False))
+    if isinstance(fn, str):
+        xp_impl = _on_namespace(_standard(fn), cast, abstract_eval)
+    elif xp is not None:
+        xp_impl = _on_namespace(xp, cast, abstract_eval)
+    else:
+        xp_impl = numpy_blockwise(name, np_fn, abstract_eval)
+    prim = Primitive(name, xp_impl, abstract_eval, numpy=impl or np_fn)
     jvp_rules[prim] = JVPFactors(factors or (None,) * 3)
     batching.defbatch_elementwise(prim)
     unroll_rules[prim] = elementwise_rule(prim)
@@ -122,697 +146,48 @@ def elementwise(
     return prim
 
 
-_F64 = np.dtype(np.float64)
-_I64 = np.dtype(np.int64)
-_BOOL = np.dtype(bool)
-
-
-def _domain(avals: list[ShapedArray]) -> str:
-    """What a float rule's operands are: "f" floats (where jit's code has
-    written any Python int of the jaxpr as a float), "i" ints (with bools
-    maybe), "b" bools only."""
-    dtypes = {a.dtype for a in avals}
-    if _F64 in dtypes:
-        return "f" if dtypes <= {_F64, _I64} else "?"
-    if _I64 in dtypes:
-        return "i"
-    return "b" if dtypes == {_BOOL} else "?"
-
-
-def _scalar_rule(f: str | None = None, i: str | None = None,
-                 b: str | None = None) -> Callable[..., str | None]:
-    """A float rule (jit's code on Python scalars): the template for the
-    operands' domain (`_domain`) formatted with them; None for a domain without one.
-    An int template's result is checked to fit int64 (`checked_int64`)."""
-
-    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
-        template = {"f": f, "i": i, "b": b}.get(_domain(avals))
-        return None if template is None else template.format(*args, **params)
-
-    return emit
-
-
-def _float_expression(template: str) -> Callable[..., str | None]:
-    """A float rule for float64 operands only: `template` formatted with them."""
-    return _scalar_rule(f=template)
-
-
-def _operator_emit(symbol: str) -> Callable[..., str | None]:
-    """jit's code for a binary operator: Python's operator, which is what the
-    implementation calls unless both operands are Python scalars (weakly typed;
-    then NumPy's ufunc). Only for operators that cannot raise on numbers."""
-
-    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
-        if avals[0].weak_type and avals[1].weak_type:
-            return None
-        return f"{args[0]} {symbol} {args[1]}"
-
-    return emit
-
-
-def _fits(ct: Any, aval: ShapedArray) -> bool:
-    if ct.shape != aval.shape:
-        return False
-    dtype = ct.dtype
-    if dtype is aval.dtype:  # NumPy's builtin dtypes are singletons: the hot case, one identity test
-        return True
-    # Another library's dtype is compared through its aval (array_api_strict's
-    # dtypes are never equal to NumPy's, and warn when compared).
-    return bool((dtype if isinstance(dtype, np.dtype) else get_aval(ct).dtype) == aval.dtype)
-
-
-def _linear_ct(x: Any, ct: Any) -> Any:
-    if type(x) is not UndefinedPrimal:
-        return None
-    return ct if _fits(ct, x.aval) else d.unbroadcast(ct, x.aval)
-
-
-# --- unary: d(out)/dx as a function of (ans, x) -------------------------------------
-
-def _neg_impl(x: Any) -> Any:
-    return np.negative(x).item() if type(x) in PYTHON_SCALAR_TYPES and type(x) is not bool else -x
-
-
-_neg_impl.keeps_weak = True  # type: ignore[attr-defined]
-
-
-neg_p = elementwise("neg", np.negative, -1, impl=_neg_impl)
-transpose_rules[neg_p] = lambda ct, x: [neg(ct)]
-
-sin_p = elementwise("sin", np.sin, lambda ans, x: cos(x))
-cos_p = elementwise("cos", np.cos, lambda ans, x: neg(sin(x)))
-exp_p = elementwise("exp", np.exp, lambda ans, x: ans)
-log_p = elementwise("log", np.log, lambda ans, x: div(1.0, x))
-tanh_p = elementwise("tanh", np.tanh, lambda ans, x: sub(1.0, square(ans)))
-sqrt_p = elementwise("sqrt", np.sqrt, lambda ans, x: div(0.5, ans))
-square_p = elementwise("square", np.square, lambda ans, x: mul(2.0, x))
-
-
-def _abs_factor(ans: Any, x: Any) -> Any:
-    if get_aval(x).dtype.kind != "c":
-        return sign(x)
-    # d|z| = Re(conj(z) dz) / |z| (0 at z = 0): the factor conj(z)/|z|, whose
-    # product with dz the output's real dtype then keeps the real part of.
-    return div(conj(x), where(eq(ans, 0), 1.0, ans))
-
-
-abs_p = elementwise("abs", np.absolute, _abs_factor)
-sign_p = elementwise("sign", np.sign)
-stop_gradient_p = elementwise("stop_gradient", np.positive)
-
-fabs_p = elementwise("fabs", np.fabs, lambda ans, x: sign(x))
-reciprocal_p = elementwise("reciprocal", np.reciprocal, lambda ans, x: neg(square(ans)))
-cbrt_p = elementwise("cbrt", np.cbrt, lambda ans, x: div(1 / 3, square(ans)))
-exp2_p = elementwise("exp2", np.exp2, lambda ans, x: mul(ans, _LN2))
-expm1_p = elementwise("expm1", np.expm1, lambda ans, x: add(ans, 1.0))
-log2_p = elementwise("log2", np.log2, lambda ans, x: div(1 / _LN2, x))
-log10_p = elementwise("log10", np.log10, lambda ans, x: div(1 / _LN10, x))
-log1p_p = elementwise("log1p", np.log1p, lambda ans, x: div(1.0, add(x, 1.0)))
-tan_p = elementwise("tan", np.tan, lambda ans, x: add(square(ans), 1.0))
-arcsin_p = elementwise("arcsin", np.arcsin, lambda ans, x: div(1.0, sqrt(sub(1.0, square(x)))))
-arccos_p = elementwise("arccos", np.arccos, lambda ans, x: div(-1.0, sqrt(sub(1.0, square(x)))))
-arctan_p = elementwise("arctan", np.arctan, lambda ans, x: div(1.0, add(square(x), 1.0)))
-sinh_p = elementwise("sinh", np.sinh, lambda ans, x: cosh(x))
-cosh_p = elementwise("cosh", np.cosh, lambda ans, x: sinh(x))
-arcsinh_p = elementwise("arcsinh", np.arcsinh, lambda ans, x: div(1.0, sqrt(add(square(x), 1.0))))
-# 1 / sqrt(x**2 - 1), factored so that it keeps its precision near x = 1.
-arccosh_p = elementwise(
-    "arccosh", np.arccosh, lambda ans, x: div(1.0, mul(sqrt(sub(x, 1.0)), sqrt(add(x, 1.0))))
-)
-arctanh_p = elementwise("arctanh", np.arctanh, lambda ans, x: div(1.0, sub(1.0, square(x))))
-# On Python floats, `math`'s functions: they raise where NumPy returns inf or nan.
-for _prim, _template in (
-    (sin_p, "math.sin({0})"), (cos_p, "math.cos({0})"), (tan_p, "math.tan({0})"),
-    (exp_p, "math.exp({0})"), (expm1_p, "math.expm1({0})"), (log_p, "math.log({0})"),
-    (log1p_p, "math.log1p({0})"), (log2_p, "math.log2({0})"), (log10_p, "math.log10({0})"),
-    (tanh_p, "math.tanh({0})"), (sinh_p, "math.sinh({0})"), (cosh_p, "math.cosh({0})"),
-    (arcsin_p, "math.asin({0})"), (arccos_p, "math.acos({0})"), (arctan_p, "math.atan({0})"),
-    (arcsinh_p, "math.asinh({0})"), (arccosh_p, "math.acosh({0})"), (arctanh_p, "math.atanh({0})"),
-    (sqrt_p, "math.sqrt({0})"), (square_p, "{0} * {0}"), (reciprocal_p, "1.0 / {0}"),
-    (fabs_p, "abs({0})"),
-):
-    float_rules[_prim] = _float_expression(_template)
-
-deg2rad_p = elementwise("deg2rad", np.deg2rad, np.pi / 180)
-rad2deg_p = elementwise("rad2deg", np.rad2deg, 180 / np.pi)
-
-# sinc'(x) = (cos(pi x) - sinc(x)) / x cancels catastrophically near 0: below
-# |x| = 0.1 it is its Taylor series (to 1e-18), exact at 0 to every order.
-_SINC_SERIES = [(-1) ** k * 2 * k * np.pi ** (2 * k) / math.factorial(2 * k + 1) for k in range(1, 7)]
-
-
-def _sinc_derivative(ans: Any, x: Any) -> Any:
-    small = lt(absolute(x), 0.1)
-    safe = where(small, 1.0, x)
-    closed_form = div(sub(cos(mul(np.pi, safe)), ans), safe)
-    x2 = square(x)
-    series = _SINC_SERIES[-1]
-    for c in reversed(_SINC_SERIES[:-1]):
-        series = add(mul(series, x2), c)
-    return where(small, mul(series, x), closed_form)
-
-
-sinc_p = elementwise("sinc", np.sinc, _sinc_derivative)
-
-# Piecewise constant: the derivative is zero everywhere it exists.
-floor_p = elementwise("floor", np.floor)
-ceil_p = elementwise("ceil", np.ceil)
-rint_p = elementwise("rint", np.rint)
-trunc_p = elementwise("trunc", np.trunc)
-round_p = elementwise("round", np.round)  # params: decimals
-
-nan_to_num_p = elementwise("nan_to_num", np.nan_to_num)
-
-
-def _nan_to_num_tangent(t: Any, ans: Any, x: Any, **params: Any) -> Any:
-    # The tangent where the input is finite (kept), 0 where it is replaced; the
-    # real and imaginary parts of a complex number are replaced each on its own.
-    if get_aval(x).dtype.kind != "c":
-        return where(isfinite(x), t, 0.0)
-    re = where(isfinite(real(x)), real(t), 0.0)
-    im = where(isfinite(imag(x)), imag(t), 0.0)
-    return add(re, mul(im, 1j))
-
-
-d.defjvp(nan_to_num_p, _nan_to_num_tangent)
-
-# Boolean (and, for invert, integer) valued: no derivative.
-isfinite_p = elementwise("isfinite", np.isfinite)
-isnan_p = elementwise("isnan", np.isnan)
-isinf_p = elementwise("isinf", np.isinf)
-signbit_p = elementwise("signbit", np.signbit)
-logical_not_p = elementwise("logical_not", np.logical_not)
-invert_p = elementwise("invert", np.invert)
-
-
-# --- binary: d(out)/dx and d(out)/dy as functions of (ans, x, y) ------------------
-
-add_p: Primitive = elementwise("add", np.add, 1, 1, impl=_operator_impl(operator.add, np.add))
-transpose_rules[add_p] = lambda ct, x, y: [_linear_ct(x, ct), _linear_ct(y, ct)]
-emit_rules[add_p] = _operator_emit("+")
-
-sub_p = elementwise("sub", np.subtract, 1, -1, impl=_operator_impl(operator.sub, np.subtract))
-emit_rules[sub_p] = _operator_emit("-")
-transpose_rules[sub_p] = lambda ct, x, y: [
-    _linear_ct(x, ct), _linear_ct(y, neg(ct)) if d.is_linear(y) else None
-]
-
-mul_p: Primitive = elementwise(
-    "mul", np.multiply, lambda ans, x, y: y, lambda ans, x, y: x,
-    impl=_operator_impl(operator.mul, np.multiply),
-)
-commutative.update((add_p, mul_p))
-
-
-def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    # The hottest rule of reverse mode: tests inlined, unbroadcast only if needed.
-    if type(x) is UndefinedPrimal:
-        assert type(y) is not UndefinedPrimal, "mul of two tangents is not linear"
-        out = mul(ct, y)
-        return [out if _fits(out, x.aval) else d.unbroadcast(out, x.aval), None]
-    out = mul(x, ct)
-    return [None, out if _fits(out, y.aval) else d.unbroadcast(out, y.aval)]
-
-
-transpose_rules[mul_p] = _mul_transpose
-emit_rules[mul_p] = _operator_emit("*")
-
-div_p = elementwise(
-    "div", np.true_divide, lambda ans, x, y: div(1.0, y), lambda ans, x, y: neg(div(ans, y)),
-    impl=_operator_impl(operator.truediv, np.true_divide),
-)
-
-
-def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    assert not d.is_linear(y), "div is linear in its numerator only"
-    return [d.unbroadcast(div(ct, y), x.aval), None]
-
-
-transpose_rules[div_p] = _div_transpose
-float_rules[div_p] = _float_expression("{0} / {1}")  # raises ZeroDivisionError where NumPy gives inf
-
-pow_p = elementwise(
-    "pow", np.power,
-    # y * x**(y-1), taken as 0 where y == 0 (so 0**0 has derivative 0, not nan);
-    lambda ans, x, y: where(eq(y, 0), 0, mul(y, power(x, sub(y, 1)))),
-    # log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0).
-    lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))),
-    impl=_operator_impl(operator.pow, np.power),
-)
-float_rules[pow_p] = _float_expression("math.pow({0}, {1})")  # not **, which gives complex numbers
-
-
-def _balanced_eq(x: Any, ans: Any, y: Any) -> Any:
-    # 1 where x is the result, 0 where y is; where they tie each gets half
-    # the derivative (JAX's convention). The constants take the result's
-    # dtype, so that a float32 derivative stays in float32.
-    dtype = get_aval(ans).dtype
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
-    one, half, zero = dtype.type(1), dtype.type(0.5), dtype.type(0)
-    return where(eq(x, ans), where(eq(y, ans), half, one), zero)
-
-
-_SELECTED = (lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x))
-max_p: Primitive = elementwise("max", np.maximum, *_SELECTED)
-min_p: Primitive = elementwise("min", np.minimum, *_SELECTED)
-
-
-def _selects_first(compare: Callable[..., Any]) -> tuple[Factor, Factor]:
-    """The derivatives of jnp.fmax and jnp.fmin, where(compare(x, y) | isnan(y), x, y):
-    the selected argument's (a nan is selected only if both are; at a tie, y)."""
-
-    def first(ans: Any, x: Any, y: Any) -> Any:
-        return logical_or(compare(x, y), isnan(y))
-
-    return first, lambda ans, x, y: logical_not(first(ans, x, y))
-
-
-fmax_p = elementwise("fmax", np.fmax, *_selects_first(lambda x, y: gt(x, y)))
-fmin_p = elementwise("fmin", np.fmin, *_selects_first(lambda x, y: lt(x, y)))
-
-float_power_p = elementwise(
-    "float_power", np.float_power,
-    lambda ans, x, y: where(eq(y, 0), 0, mul(y, float_power(x, sub(y, 1)))),
-    lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))),
-)
-
-# x = q * y + remainder with an integer q (floored for remainder, truncated for
-# fmod): d/dx = 1 and d/dy = -q, with q recovered from the result (rounded, so
-# it is the integer NumPy used). floor_divide, like JAX's, has no derivative.
-floor_divide_p = elementwise(
-    "floor_divide", np.floor_divide, impl=_operator_impl(operator.floordiv, np.floor_divide)
-)
-remainder_p = elementwise(
-    "remainder", np.remainder, 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))),
-    impl=_operator_impl(operator.mod, np.remainder),
-)
-fmod_p = elementwise("fmod", np.fmod, 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))))
-
-# |x| with the sign of y: d/dx = sign(x) * sign(y) (0 at x = 0, like abs); none in y.
-copysign_p = elementwise("copysign", np.copysign, lambda ans, x, y: mul(sign(x), sign(ans)), None)
-float_rules[copysign_p] = _float_expression("math.copysign({0}, {1})")
-
-
-def _ldexp_factor(ans: Any, x: Any, y: Any) -> Any:
-    # d/dx of x * 2**y is 2**y, computed as ldexp(1, y): exact, and without the
-    # overflow of 2**y itself where x * 2**y fits.
-    return ldexp_p.bind(np.ones((), get_aval(ans).dtype), y)
-
-
-ldexp_p = elementwise("ldexp", np.ldexp, _ldexp_factor, None)  # no derivative in the integer exponent
-
-
-def _hypot_factor(ans: Any, x: Any, y: Any) -> Any:
-    # x / hypot(x, y), taken as 0 at x = y = 0 (where x is 0).
-    return div(x, where(eq(ans, 0), 1, ans))
-
-
-hypot_p = elementwise("hypot", np.hypot, _hypot_factor, lambda ans, x, y: _hypot_factor(ans, y, x))
-
-
-def _arctan2_denominator(x: Any, y: Any) -> Any:
-    return add(square(x), square(y))
-
-
-arctan2_p = elementwise(  # arctan2(x, y) is the angle of the point (y, x)
-    "arctan2", np.arctan2,
-    lambda ans, x, y: div(y, _arctan2_denominator(x, y)),
-    lambda ans, x, y: div(neg(x), _arctan2_denominator(x, y)),
-)
-float_rules[arctan2_p] = _float_expression("math.atan2({0}, {1})")
-
-
-def _log_add_share(exp_prim: Primitive) -> Callable[..., Any]:
-    """d/dx logaddexp(x, y) = base**(x - ans): at most 1, so large inputs cannot
-    overflow it. Where the result is infinite, x - ans would be nan: there the
-    derivative is maximum's (ties shared)."""
-
-    def share(ans: Any, x: Any, y: Any) -> Any:
-        finite = isfinite(ans)
-        inside = exp_prim.bind(sub(where(finite, x, 0.0), where(finite, ans, 0.0)))
-        return where(finite, inside, _balanced_eq(x, ans, y))
-
-    return share
-
-
-_logaddexp_share = _log_add_share(exp_p)
-_logaddexp2_share = _log_add_share(exp2_p)
-logaddexp_p = elementwise(
-    "logaddexp", np.logaddexp, _logaddexp_share, lambda ans, x, y: _logaddexp_share(ans, y, x)
-)
-logaddexp2_p = elementwise(
-    "logaddexp2", np.logaddexp2, _logaddexp2_share, lambda ans, x, y: _logaddexp2_share(ans, y, x)
-)
-
-# 0 for x < 0, h0 at x == 0, 1 for x > 0: the derivative in h0 is (x == 0).
-heaviside_p = elementwise("heaviside", np.heaviside, None, lambda ans, x, h0: eq(x, 0))
-
-# Boolean and integer valued: no derivative.
-logical_and_p = elementwise("logical_and", np.logical_and)
-logical_or_p = elementwise("logical_or", np.logical_or)
-logical_xor_p = elementwise("logical_xor", np.logical_xor)
-bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, impl=_operator_impl(operator.and_, np.bitwise_and))
-bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, impl=_operator_impl(operator.or_, np.bitwise_or))
-bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, impl=_operator_impl(operator.xor, np.bitwise_xor))
-
-eq_p = elementwise("eq", np.equal, impl=_operator_impl(operator.eq, np.equal))
-ne_p = elementwise("ne", np.not_equal, impl=_operator_impl(operator.ne, np.not_equal))
-lt_p = elementwise("lt", np.less, impl=_operator_impl(operator.lt, np.less))
-le_p = elementwise("le", np.less_equal, impl=_operator_impl(operator.le, np.less_equal))
-gt_p = elementwise("gt", np.greater, impl=_operator_impl(operator.gt, np.greater))
-ge_p = elementwise("ge", np.greater_equal, impl=_operator_impl(operator.ge, np.greater_equal))
-
-
-# --- where(condition, x, y) ----------------------------------------------------
-
-where_p = Primitive("where", np.where, _elementwise_aval(np.where))
-batching.defbatch_elementwise(where_p)
-# A select rather than a factor: an inf or nan tangent in the unselected
-# branch must not leak into the result (0 * inf is nan).
-d.defjvp(where_p, None, lambda g, ans, c, x, y: where(c, g, 0), lambda g, ans, c, x, y: where(c, 0, g))
-
-
-def _where_transpose(ct: Any, c: Any, x: Any, y: Any) -> list[Any]:
-    assert not d.is_linear(c), "the condition of where is not linear"
-    ct_x = d.unbroadcast(where(c, ct, 0), x.aval) if d.is_linear(x) else None
-    ct_y = d.unbroadcast(where(c, 0, ct), y.aval) if d.is_linear(y) else None
-    return [None, ct_x, ct_y]
-
-
-transpose_rules[where_p] = _where_transpose
-unroll_rules[where_p] = elementwise_rule(where_p)
-blockwise.add(where_p)
-
-
-# --- jit's code on Python scalars (float_rules) -----------------------------------
-# Exact (or libm's, as NumPy's own scalar loop calls) on floats, ints checked
-# to stay in int64; NaN handled as NumPy handles it (maximum and minimum
-# propagate it, fmax and fmin ignore it, comparisons with it are False).
-
-_CHECKED = "checked_int64({})"
-for _prim, _f, _i in (
-    (neg_p, "-{0}", _CHECKED.format("-{0}")), (abs_p, "abs({0})", _CHECKED.format("abs({0})")),
-    (add_p, "{0} + {1}", _CHECKED.format("{0} + {1}")), (sub_p, "{0} - {1}", _CHECKED.format("{0} - {1}")),
-    (mul_p, "{0} * {1}", _CHECKED.format("{0} * {1}")),
-    # Python's float % and // are NumPy's (the same divmod), and raise on division by zero.
-    (remainder_p, "{0} % {1}", _CHECKED.format("{0} % {1}")),
-    (floor_divide_p, "{0} // {1}", _CHECKED.format("{0} // {1}")),
-    (fmod_p, "math.fmod({0}, {1})", None),
-    # At a tie maximum and minimum give the second operand (maximum(0.0, -0.0) is -0.0),
-    # fmax and fmin the first.
-    (max_p, "({0} if ({0} > {1} or {0} != {0}) else {1})", "({0} if {0} > {1} else {1})"),
-    (min_p, "({0} if ({0} < {1} or {0} != {0}) else {1})", "({0} if {0} < {1} else {1})"),
-    (fmax_p, "({0} if ({0} >= {1} or {1} != {1}) else {1})", None),
-    (fmin_p, "({0} if ({0} <= {1} or {1} != {1}) else {1})", None),
-    # NumPy's npy_logaddexp, which calls libm's exp and log1p as math does.
-    (logaddexp_p, "(({0} + 0.6931471805599453) if {0} == {1} else ({0} + math.log1p(math.exp({1} - {0}))"
-                  " if {0} > {1} else ({1} + math.log1p(math.exp({0} - {1})) if {0} < {1} else {0} - {1})))",
-     None),
-    (sign_p, "(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0})))",
-     "(({0} > 0) - ({0} < 0))"),
-    # floor, ceil, trunc and rint keep the sign of x (floor(-0.0) and ceil(-0.5) are -0.0).
-    (floor_p, "math.copysign(float(math.floor({0})), {0})", None),
-    (ceil_p, "math.copysign(float(math.ceil({0})), {0})", None),
-    (trunc_p, "math.copysign(float(math.trunc({0})), {0})", None),
-    (rint_p, "math.copysign(float(round({0})), {0})", None),  # Python's round: half to even
-    (isfinite_p, "math.isfinite({0})", None), (isinf_p, "math.isinf({0})", None),
-    (isnan_p, "({0} != {0})", None), (signbit_p, "(math.copysign(1.0, {0}) < 0.0)", None),
-):
-    float_rules[_prim] = _scalar_rule(f=_f, i=_i)
-for _prim, _symbol in ((eq_p, "=="), (ne_p, "!="), (lt_p, "<"), (le_p, "<="), (gt_p, ">"), (ge_p, ">=")):
-    _compare = f"({{0}} {_symbol} {{1}})"
-    float_rules[_prim] = _scalar_rule(_compare, _compare, _compare)
-for _prim, _i, _b in (
-    (bitwise_and_p, "({0} & {1})", "({0} & {1})"), (bitwise_or_p, "({0} | {1})", "({0} | {1})"),
-    (bitwise_xor_p, "({0} ^ {1})", "({0} ^ {1})"), (invert_p, "(~{0})", "(not {0})"),
-    (logical_and_p, None, "({0} and {1})"), (logical_or_p, None, "({0} or {1})"),
-    (logical_xor_p, None, "({0} != {1})"),
-):
-    float_rules[_prim] = _scalar_rule(i=_i, b=_b)
-float_rules[logical_not_p] = _scalar_rule("({0} == 0.0)", "({0} == 0)", "(not {0})")
-float_rules[stop_gradient_p] = _scalar_rule("{0}", "{0}")
-
-
-def _where_float(args: list[str], avals: list[ShapedArray]) -> str | None:
-    if avals[0].dtype != _BOOL or _domain(avals[1:]) == "?":
-        return None
-    return f"({args[1]} if {args[0]} else {args[2]})"
-
-
-float_rules[where_p] = _where_float
-
-
-# --- with parameters ------------------------------------------------------------
-
-
-@cached_aval
-def _integer_pow_aval(x: ShapedArray, *, y: int) -> ShapedArray:
-    with np.errstate(all="ignore"):
-        return ShapedArray(x.shape, np.power(np.empty(0, x.dtype), y).dtype)
-
-
-def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
-    if y == 0:
-        return 0
-    if y == 1:
-        return 1
-    if y == 2:
-        return mul(2.0, x)
-    return mul(float(y), integer_pow(x, y=y - 1))
-
-
-integer_pow_p = Primitive("integer_pow", lambda x, *, y: np.power(x, y), _integer_pow_aval)
-jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
-blockwise.add(integer_pow_p)
-batching.defbatch_unary(integer_pow_p)
-unroll_rules[integer_pow_p] = elementwise_rule(integer_pow_p)
-
-
-def _integer_pow_float(args: list[str], avals: list[ShapedArray], *, y: int) -> str | None:
-    domain = _domain(avals)
-    if domain == "f":
-        return f"{args[0]} ** {y}"  # raises where NumPy gives inf
-    if domain == "i" and y >= 0:  # a negative power of an int is NumPy's error
-        return f"checked_int64({args[0]} ** {y})"
-    return None
-
-
-float_rules[integer_pow_p] = _integer_pow_float
-
-
-def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:
-    x = np.asarray(x)
-    if x.dtype.kind == "c" and new_dtype.kind in "iuf":
-        x = x.real  # complex to real keeps the real part (NumPy would warn); to bool, both count
-    return x.astype(new_dtype)[()]
-
-
-def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
-    return ShapedArray(x.shape, new_dtype)
-
-
-def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype) -> tuple[Any, Any]:
-    (x,), (t,) = primals, tangents
-    ans = convert_element_type(x, new_dtype=new_dtype)
-    if new_dtype.kind not in "fc":
-        return ans, None  # to an integer or bool: no derivative
-    return ans, convert_element_type(t, new_dtype=new_dtype)
-
-
-convert_element_type_p = Primitive("convert_element_type", _convert_impl, _convert_aval)
-batching.defbatch_unary(convert_element_type_p)
-unroll_rules[convert_element_type_p] = elementwise_rule(convert_element_type_p)
-blockwise.add(convert_element_type_p)  # astype: a copy
-jvp_rules[convert_element_type_p] = _convert_jvp
-transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
-    convert_element_type(ct, new_dtype=x.aval.dtype)
-]
-
-# On Python scalars, from (rows) and to (columns) float64, int64 and bool: a float to
-# an int truncates, as NumPy's cast does where the result fits (nan and inf raise).
-_CONVERSIONS = {
-    ("f", _F64): "{0}", ("f", _I64): "checked_int64(int({0}))", ("f", _BOOL): "({0} != 0.0)",
-    ("i", _F64): "float({0})", ("i", _I64): "{0}", ("i", _BOOL): "({0} != 0)",
-    ("b", _F64): "(1.0 if {0} else 0.0)", ("b", _I64): "int({0})", ("b", _BOOL): "{0}",
-}
-
-
-def _convert_float(args: list[str], avals: list[ShapedArray], *, new_dtype: np.dtype) -> str | None:
-    template = _CONVERSIONS.get((_domain(avals), new_dtype))
-    return None if template is None else template.format(*args)
-
-
-float_rules[convert_element_type_p] = _convert_float
-
-
-# --- complex numbers: real, imag, conj (linear over the reals), angle ---------------------
-# Transposes follow JAX's convention (no conjugation of cotangents), so that
-# grad of a real function of z is df/dx - i df/dy, and of a holomorphic one f'(z).
-
-
-def _real_dtype(x: ShapedArray) -> np.dtype:
-    return np.empty(0, x.dtype).real.dtype
-
-
-def _complex_dtype(dtype: np.dtype) -> np.dtype:
-    return np.result_type(dtype, np.complex64)
-
-
-def _part_aval(x: ShapedArray) -> ShapedArray:
-    # A part of a Python complex is a Python float (np.real(1j)): weak, as its input.
-    return ShapedArray(x.shape, _real_dtype(x), x.weak_type)
-
-
-real_p = Primitive("real", np.real, _part_aval)
-d.deflinear(real_p)
-transpose_rules[real_p] = lambda ct, x: [
-    convert_element_type(ct, new_dtype=x.aval.dtype) if x.aval.dtype.kind == "c" else ct
-]
-batching.defbatch_unary(real_p)
-
-imag_p = Primitive("imag", np.imag, _part_aval)
-d.deflinear(imag_p)
-transpose_rules[imag_p] = lambda ct, x: [
-    mul(convert_element_type(ct, new_dtype=_complex_dtype(get_aval(ct).dtype)), -1j)
-    if x.aval.dtype.kind == "c" else None
-]
-batching.defbatch_unary(imag_p)
-
-# np.conjugate is a ufunc: a bool gives int8, a Python scalar a NumPy scalar.
-conj_p = Primitive("conj", np.conjugate, _elementwise_aval(np.conjugate))
-d.deflinear(conj_p)
-transpose_rules[conj_p] = lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else ct]
-batching.defbatch_unary(conj_p)
-blockwise.add(conj_p)  # (real and imag are views of a complex operand: not blockwise)
-
-
-def _angle_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
-    (z,), (t,) = primals, tangents
-    ans = angle(z)
-    if get_aval(z).dtype.kind != "c":
-        return ans, None  # 0 or pi: piecewise constant
-    r2 = real(mul(z, conj(z)))
-    return ans, div(imag(mul(conj(z), t)), where(eq(r2, 0), 1.0, r2))
-
-
-angle_p = Primitive("angle", np.angle, lambda x: ShapedArray(x.shape, np.angle(np.empty(0, x.dtype)).dtype))
-jvp_rules[angle_p] = _angle_jvp
-batching.defbatch_unary(angle_p)
-
-
-# --- the functions rules and the NumPy layer call --------------------------------
-
-neg: Callable[..., Any] = neg_p.bind
-sin: Callable[..., Any] = sin_p.bind
-cos: Callable[..., Any] = cos_p.bind
-exp: Callable[..., Any] = exp_p.bind
-log: Callable[..., Any] = log_p.bind
-tanh: Callable[..., Any] = tanh_p.bind
-sqrt: Callable[..., Any] = sqrt_p.bind
-square: Callable[..., Any] = square_p.bind
-absolute: Callable[..., Any] = abs_p.bind
-sign: Callable[..., Any] = sign_p.bind
-stop_gradient: Callable[..., Any] = stop_gradient_p.bind
-add: Callable[..., Any] = add_p.bind
-sub: Callable[..., Any] = sub_p.bind
-mul: Callable[..., Any] = mul_p.bind
-div: Callable[..., Any] = div_p.bind
-power: Callable[..., Any] = pow_p.bind
-maximum: Callable[..., Any] = max_p.bind
-minimum: Callable[..., Any] = min_p.bind
-eq: Callable[..., Any] = eq_p.bind
-ne: Callable[..., Any] = ne_p.bind
-lt: Callable[..., Any] = lt_p.bind
-le: Callable[..., Any] = le_p.bind
-gt: Callable[..., Any] = gt_p.bind
-ge: Callable[..., Any] = ge_p.bind
-where: Callable[..., Any] = where_p.bind
-integer_pow: Callable[..., Any] = integer_pow_p.bind
-convert_element_type: Callable[..., Any] = convert_element_type_p.bind
-real: Callable[..., Any] = real_p.bind
-imag: Callable[..., Any] = imag_p.bind
-conj: Callable[..., Any] = conj_p.bind
-angle: Callable[..., Any] = angle_p.bind
-fabs: Callable[..., Any] = fabs_p.bind
-reciprocal: Callable[..., Any] = reciprocal_p.bind
-cbrt: Callable[..., Any] = cbrt_p.bind
-exp2: Callable[..., Any] = exp2_p.bind
-expm1: Callable[..., Any] = expm1_p.bind
-log2: Callable[..., Any] = log2_p.bind
-log10: Callable[..., Any] = log10_p.bind
-log1p: Callable[..., Any] = log1p_p.bind
-tan: Callable[..., Any] = tan_p.bind
-arcsin: Callable[..., Any] = arcsin_p.bind
-arccos: Callable[..., Any] = arccos_p.bind
-arctan: Callable[..., Any] = arctan_p.bind
-sinh: Callable[..., Any] = sinh_p.bind
-cosh: Callable[..., Any] = cosh_p.bind
-arcsinh: Callable[..., Any] = arcsinh_p.bind
-arccosh: Callable[..., Any] = arccosh_p.bind
-arctanh: Callable[..., Any] = arctanh_p.bind
-deg2rad: Callable[..., Any] = deg2rad_p.bind
-rad2deg: Callable[..., Any] = rad2deg_p.bind
-sinc: Callable[..., Any] = sinc_p.bind
-floor: Callable[..., Any] = floor_p.bind
-ceil: Callable[..., Any] = ceil_p.bind
-rint: Callable[..., Any] = rint_p.bind
-trunc: Callable[..., Any] = trunc_p.bind
-round: Callable[..., Any] = round_p.bind
-nan_to_num: Callable[..., Any] = nan_to_num_p.bind
-isfinite: Callable[..., Any] = isfinite_p.bind
-isnan: Callable[..., Any] = isnan_p.bind
-isinf: Callable[..., Any] = isinf_p.bind
-signbit: Callable[..., Any] = signbit_p.bind
-logical_not: Callable[..., Any] = logical_not_p.bind
-invert: Callable[..., Any] = invert_p.bind
-fmax: Callable[..., Any] = fmax_p.bind
-fmin: Callable[..., Any] = fmin_p.bind
-float_power: Callable[..., Any] = float_power_p.bind
-floor_divide: Callable[..., Any] = floor_divide_p.bind
-remainder: Callable[..., Any] = remainder_p.bind
-fmod: Callable[..., Any] = fmod_p.bind
-copysign: Callable[..., Any] = copysign_p.bind
-hypot: Callable[..., Any] = hypot_p.bind
-arctan2: Callable[..., Any] = arctan2_p.bind
-logaddexp: Callable[..., Any] = logaddexp_p.bind
-logaddexp2: Callable[..., Any] = logaddexp2_p.bind
-heaviside: Callable[..., Any] = heaviside_p.bind
-logical_and: Callable[..., Any] = logical_and_p.bind
-logical_or: Callable[..., Any] = logical_or_p.bind
-logical_xor: Callable[..., Any] = logical_xor_p.bind
-bitwise_and: Callable[..., Any] = bitwise_and_p.bind
-bitwise_or: Callable[..., Any] = bitwise_or_p.bind
-bitwise_xor: Callable[..., Any] = bitwise_xor_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# Each member computed with the Array API's functions of its operands' library.
-# fgrad's avals follow NumPy's promotion, which the standard leaves undefined
-# across kinds (an int array plus a float array): operands are first cast to
-# the dtype NumPy would compute in, so that the result has the aval's dtype.
-# Where the standard's function differs from NumPy's at some values (nan in
-# heaviside, -0.0 in fmod, integers in reciprocal and signbit), the rule
-# composes NumPy's from standard functions.
-
-def _library_elementwise(prim: Primitive, fn: Callable[..., Any], cast: str = "out") -> None:
-    """`library_rules[prim]`: `fn(xp, *operands, **params)` on operands cast to
-    the output's dtype (`cast="out"`), to their common dtype ("common": for
-    comparisons and other functions whose output dtype differs), or each kept
-    in its own dtype ("own"; a Python scalar becomes a 0-d array of it)."""
-
-    def rule(lib: Any, *args: Any, **params: Any) -> Any:
+def _standard(name: str) -> Callable[..., Any]:
+    """The namespace's function `name`."""
+
+    def apply(xp: Any, *args: Any, **params: Any) -> Any:
+        return getattr(xp, name)(*args, **params)
+
+    apply.__name__ = name
+    return apply
+
+
+def _on_namespace(
+    fn: Callable[..., Any], how: str, abstract_eval: Callable[..., ShapedArray]
+) -> Callable[..., Any]:
+    """`fn(xp, *operands, **params)` on operands cast as `elementwise` says
+    (`how`): fgrad's avals follow NumPy's promotion, which the standard leaves
+    undefined across kinds (an int array plus a float array), so operands are
+    first cast to the dtype NumPy would compute in, and the result has the
+    aval's dtype."""
+
+    def impl(xp: Any, *args: Any, **params: Any) -> Any:
+        if how == "none":
+            return fn(xp, *args, **params)
         avals = [get_aval(a) for a in args]
-        if cast == "out":
-            dtypes = [prim.abstract_eval(*avals, **params).dtype] * len(args)
-        elif cast == "common":
+        if how == "float64":  # computed in float64 as the NumPy function does, then in its dtype
+            out = fn(xp, *(cast(xp, a, _F64) for a in args), **params)
+            return cast(xp, out, abstract_eval(*avals, **params).dtype)
+        if how == "out":
+            dtypes = [abstract_eval(*avals, **params).dtype] * len(args)
+        elif how == "common":
             dtypes = [np.result_type(*(_dtype_sample(a) for a in avals))] * len(args)
         else:
             dtypes = [a.dtype for a in avals]
-        return fn(lib.xp, *(lib.asarray(a, dt) for a, dt in zip(args, dtypes)), **params)
+        return fn(xp, *(cast(xp, a, dt) for a, dt in zip(args, dtypes)), **params)
 
-    library_rules[prim] = rule
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
 
+
+# --- NumPy's functions that the standard lacks, composed of its functions -------------
+# Where the standard's function differs from NumPy's at some values (nan in
+# heaviside, -0.0 in fmod, integers in reciprocal and signbit), the
+# composition gives NumPy's.
 
 def _is_real_floating(xp: Any, x: Any) -> bool:
     return bool(xp.isdtype(x.dtype, "real floating"))
@@ -942,96 +317,707 @@ def _imag(xp: Any, x: Any) -> Any:
     return xp.imag(x) if _is_complex_floating(xp, x) else xp.zeros_like(x)
 
 
-_ln2 = _LN2
-for _prim, _fn, _cast in (
-    (neg_p, lambda xp, x: xp.negative(x), "out"),
-    (sin_p, lambda xp, x: xp.sin(x), "out"), (cos_p, lambda xp, x: xp.cos(x), "out"),
-    (tan_p, lambda xp, x: xp.tan(x), "out"), (exp_p, lambda xp, x: xp.exp(x), "out"),
-    (log_p, lambda xp, x: xp.log(x), "out"), (tanh_p, lambda xp, x: xp.tanh(x), "out"),
-    (sqrt_p, lambda xp, x: xp.sqrt(x), "out"), (square_p, lambda xp, x: xp.square(x), "out"),
-    (abs_p, _abs, "own"), (sign_p, lambda xp, x: xp.sign(x), "out"),
-    (stop_gradient_p, lambda xp, x: x, "own"), (fabs_p, lambda xp, x: xp.abs(x), "out"),
-    (reciprocal_p, _reciprocal, "out"), (cbrt_p, _cbrt, "out"),
-    (exp2_p, lambda xp, x: 2.0 ** x, "out"), (expm1_p, lambda xp, x: xp.expm1(x), "out"),
-    (log2_p, lambda xp, x: xp.log2(x), "out"), (log10_p, lambda xp, x: xp.log10(x), "out"),
-    (log1p_p, lambda xp, x: xp.log1p(x), "out"), (arcsin_p, lambda xp, x: xp.asin(x), "out"),
-    (arccos_p, lambda xp, x: xp.acos(x), "out"), (arctan_p, lambda xp, x: xp.atan(x), "out"),
-    (sinh_p, lambda xp, x: xp.sinh(x), "out"), (cosh_p, lambda xp, x: xp.cosh(x), "out"),
-    (arcsinh_p, lambda xp, x: xp.asinh(x), "out"), (arccosh_p, lambda xp, x: xp.acosh(x), "out"),
-    (arctanh_p, lambda xp, x: xp.atanh(x), "out"),
-    (deg2rad_p, lambda xp, x: x * (math.pi / 180), "out"),  # NumPy's own formulas
-    (rad2deg_p, lambda xp, x: x * (180 / math.pi), "out"),
-    (sinc_p, _sinc, "out"), (floor_p, lambda xp, x: xp.floor(x), "out"),
-    (ceil_p, lambda xp, x: xp.ceil(x), "out"), (rint_p, lambda xp, x: xp.round(x), "out"),
-    (trunc_p, lambda xp, x: xp.trunc(x), "out"), (round_p, _round, "out"),
-    (nan_to_num_p, _nan_to_num, "out"),
-    (isfinite_p, lambda xp, x: xp.isfinite(x), "own"), (isnan_p, lambda xp, x: xp.isnan(x), "own"),
-    (isinf_p, lambda xp, x: xp.isinf(x), "own"), (signbit_p, _signbit, "own"),
-    (logical_not_p, lambda xp, x: xp.logical_not(x), "out"),
-    (invert_p, lambda xp, x: xp.bitwise_invert(x), "out"),
-    (add_p, lambda xp, x, y: xp.add(x, y), "out"), (sub_p, lambda xp, x, y: xp.subtract(x, y), "out"),
-    (mul_p, lambda xp, x, y: xp.multiply(x, y), "out"), (div_p, lambda xp, x, y: xp.divide(x, y), "out"),
-    (pow_p, lambda xp, x, y: xp.pow(x, y), "out"),
-    (max_p, lambda xp, x, y: xp.maximum(x, y), "out"), (min_p, lambda xp, x, y: xp.minimum(x, y), "out"),
-    (fmax_p, _fmax, "out"), (fmin_p, _fmin, "out"),
-    (float_power_p, lambda xp, x, y: xp.pow(x, y), "out"),
-    (floor_divide_p, lambda xp, x, y: xp.floor_divide(x, y), "out"),
-    (remainder_p, lambda xp, x, y: xp.remainder(x, y), "out"), (fmod_p, _fmod, "out"),
-    (copysign_p, lambda xp, x, y: xp.copysign(x, y), "out"),
-    (hypot_p, lambda xp, x, y: xp.hypot(x, y), "out"),
-    (arctan2_p, lambda xp, x, y: xp.atan2(x, y), "out"),
-    (logaddexp_p, lambda xp, x, y: xp.logaddexp(x, y), "out"), (logaddexp2_p, _logaddexp2, "out"),
-    (heaviside_p, _heaviside, "out"),
-    (logical_and_p, lambda xp, x, y: xp.logical_and(x, y), "out"),
-    (logical_or_p, lambda xp, x, y: xp.logical_or(x, y), "out"),
-    (logical_xor_p, lambda xp, x, y: xp.logical_xor(x, y), "out"),
-    (bitwise_and_p, lambda xp, x, y: xp.bitwise_and(x, y), "out"),
-    (bitwise_or_p, lambda xp, x, y: xp.bitwise_or(x, y), "out"),
-    (bitwise_xor_p, lambda xp, x, y: xp.bitwise_xor(x, y), "out"),
-    (eq_p, lambda xp, x, y: xp.equal(x, y), "common"), (ne_p, lambda xp, x, y: xp.not_equal(x, y), "common"),
-    (lt_p, lambda xp, x, y: xp.less(x, y), "common"), (le_p, lambda xp, x, y: xp.less_equal(x, y), "common"),
-    (gt_p, lambda xp, x, y: xp.greater(x, y), "common"),
-    (ge_p, lambda xp, x, y: xp.greater_equal(x, y), "common"),
-    (conj_p, _conj, "out"), (real_p, _real, "own"), (imag_p, _imag, "own"),
-    (integer_pow_p, lambda xp, x, *, y: x ** y, "out"),  # NumPy's power, C's pow for floats
-):
-    _library_elementwise(_prim, _fn, _cast)
 
-
-def _library_angle(lib: Any, x: Any) -> Any:
-    # np.angle of a real x is arctan2(0, x): pi for negative numbers and -0.0.
-    xp = lib.xp
-    x = lib.asarray(x)
-    if _is_complex_floating(xp, x):
-        return xp.atan2(xp.imag(x), xp.real(x))
-    x = lib.asarray(x, angle_p.abstract_eval(get_aval(x)).dtype)
-    return xp.atan2(xp.zeros_like(x), x)
-
-
-def _library_ldexp(lib: Any, x: Any, y: Any) -> Any:
+def _ldexp(xp: Any, x: Any, y: Any) -> Any:
     # x * 2**y in two exact halves, so that 2**y alone cannot overflow where
     # the product fits (NumPy's ldexp is exact).
-    xp = lib.xp
     dtype = ldexp_p.abstract_eval(get_aval(x), get_aval(y)).dtype
-    x, y = lib.asarray(x, dtype), lib.asarray(y, get_aval(y).dtype)
+    x, y = cast(xp, x, dtype), cast(xp, y, get_aval(y).dtype)
     half = y // 2
     return x * 2.0 ** xp.astype(half, x.dtype) * 2.0 ** xp.astype(y - half, x.dtype)
 
 
-def _library_where(lib: Any, c: Any, x: Any, y: Any) -> Any:
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_BOOL = np.dtype(bool)
+
+
+def _domain(avals: list[ShapedArray]) -> str:
+    """What a float rule's operands are: "f" floats (where jit's code has
+    written any Python int of the jaxpr as a float), "i" ints (with bools
+    maybe), "b" bools only."""
+    dtypes = {a.dtype for a in avals}
+    if _F64 in dtypes:
+        return "f" if dtypes <= {_F64, _I64} else "?"
+    if _I64 in dtypes:
+        return "i"
+    return "b" if dtypes == {_BOOL} else "?"
+
+
+def _scalar_rule(f: str | None = None, i: str | None = None,
+                 b: str | None = None) -> Callable[..., str | None]:
+    """A float rule (jit's code on Python scalars): the template for the
+    operands' domain (`_domain`) formatted with them; None for a domain without one.
+    An int template's result is checked to fit int64 (`checked_int64`)."""
+
+    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
+        template = {"f": f, "i": i, "b": b}.get(_domain(avals))
+        return None if template is None else template.format(*args, **params)
+
+    return emit
+
+
+def _float_expression(template: str) -> Callable[..., str | None]:
+    """A float rule for float64 operands only: `template` formatted with them."""
+    return _scalar_rule(f=template)
+
+
+def _operator_emit(symbol: str) -> Callable[..., str | None]:
+    """jit's code for a binary operator: Python's operator, which is what the
+    implementation calls unless both operands are Python scalars (weakly typed;
+    then NumPy's ufunc). Only for operators that cannot raise on numbers."""
+
+    def emit(args: list[str], avals: list[ShapedArray], **params: Any) -> str | None:
+        if avals[0].weak_type and avals[1].weak_type:
+            return None
+        return f"{args[0]} {symbol} {args[1]}"
+
+    return emit
+
+
+def _fits(ct: Any, aval: ShapedArray) -> bool:
+    if ct.shape != aval.shape:
+        return False
+    dtype = ct.dtype
+    if dtype is aval.dtype:  # NumPy's builtin dtypes are singletons: the hot case, one identity test
+        return True
+    # Another library's dtype is compared through its aval (array_api_strict's
+    # dtypes are never equal to NumPy's, and warn when compared).
+    return bool((dtype if isinstance(dtype, np.dtype) else get_aval(ct).dtype) == aval.dtype)
+
+
+def _linear_ct(x: Any, ct: Any) -> Any:
+    if type(x) is not UndefinedPrimal:
+        return None
+    return ct if _fits(ct, x.aval) else d.unbroadcast(ct, x.aval)
+
+
+# --- unary: d(out)/dx as a function of (ans, x) -------------------------------------
+
+def _neg_impl(x: Any) -> Any:
+    return np.negative(x).item() if type(x) in PYTHON_SCALAR_TYPES and type(x) is not bool else -x
+
+
+_neg_impl.keeps_weak = True  # type: ignore[attr-defined]
+
+
+neg_p = elementwise("neg", "negative", -1, impl=_neg_impl)
+transpose_rules[neg_p] = lambda ct, x: [neg(ct)]
+
+sin_p = elementwise("sin", "sin", lambda ans, x: cos(x))
+cos_p = elementwise("cos", "cos", lambda ans, x: neg(sin(x)))
+exp_p = elementwise("exp", "exp", lambda ans, x: ans)
+log_p = elementwise("log", "log", lambda ans, x: div(1.0, x))
+tanh_p = elementwise("tanh", "tanh", lambda ans, x: sub(1.0, square(ans)))
+sqrt_p = elementwise("sqrt", "sqrt", lambda ans, x: div(0.5, ans))
+square_p = elementwise("square", "square", lambda ans, x: mul(2.0, x))
+
+
+def _abs_factor(ans: Any, x: Any) -> Any:
+    if get_aval(x).dtype.kind != "c":
+        return sign(x)
+    # d|z| = Re(conj(z) dz) / |z| (0 at z = 0): the factor conj(z)/|z|, whose
+    # product with dz the output's real dtype then keeps the real part of.
+    return div(conj(x), where(eq(ans, 0), 1.0, ans))
+
+
+abs_p = elementwise("abs", np.absolute, _abs_factor, xp=_abs, cast="own")
+sign_p = elementwise("sign", "sign")
+stop_gradient_p = elementwise("stop_gradient", np.positive, xp=lambda xp, x: x, cast="own")
+
+fabs_p = elementwise("fabs", np.fabs, lambda ans, x: sign(x), xp=lambda xp, x: xp.abs(x))
+reciprocal_p = elementwise("reciprocal", np.reciprocal, lambda ans, x: neg(square(ans)), xp=_reciprocal)
+cbrt_p = elementwise("cbrt", np.cbrt, lambda ans, x: div(1 / 3, square(ans)), xp=_cbrt)
+exp2_p = elementwise("exp2", np.exp2, lambda ans, x: mul(ans, _LN2), xp=lambda xp, x: 2.0 ** x)
+expm1_p = elementwise("expm1", "expm1", lambda ans, x: add(ans, 1.0))
+log2_p = elementwise("log2", "log2", lambda ans, x: div(1 / _LN2, x))
+log10_p = elementwise("log10", "log10", lambda ans, x: div(1 / _LN10, x))
+log1p_p = elementwise("log1p", "log1p", lambda ans, x: div(1.0, add(x, 1.0)))
+tan_p = elementwise("tan", "tan", lambda ans, x: add(square(ans), 1.0))
+arcsin_p = elementwise("arcsin", "asin", lambda ans, x: div(1.0, sqrt(sub(1.0, square(x)))))
+arccos_p = elementwise("arccos", "acos", lambda ans, x: div(-1.0, sqrt(sub(1.0, square(x)))))
+arctan_p = elementwise("arctan", "atan", lambda ans, x: div(1.0, add(square(x), 1.0)))
+sinh_p = elementwise("sinh", "sinh", lambda ans, x: cosh(x))
+cosh_p = elementwise("cosh", "cosh", lambda ans, x: sinh(x))
+arcsinh_p = elementwise("arcsinh", "asinh", lambda ans, x: div(1.0, sqrt(add(square(x), 1.0))))
+# 1 / sqrt(x**2 - 1), factored so that it keeps its precision near x = 1.
+arccosh_p = elementwise(
+    "arccosh", "acosh", lambda ans, x: div(1.0, mul(sqrt(sub(x, 1.0)), sqrt(add(x, 1.0))))
+)
+arctanh_p = elementwise("arctanh", "atanh", lambda ans, x: div(1.0, sub(1.0, square(x))))
+# On Python floats, `math`'s functions: they raise where NumPy returns inf or nan.
+for _prim, _template in (
+    (sin_p, "math.sin({0})"), (cos_p, "math.cos({0})"), (tan_p, "math.tan({0})"),
+    (exp_p, "math.exp({0})"), (expm1_p, "math.expm1({0})"), (log_p, "math.log({0})"),
+    (log1p_p, "math.log1p({0})"), (log2_p, "math.log2({0})"), (log10_p, "math.log10({0})"),
+    (tanh_p, "math.tanh({0})"), (sinh_p, "math.sinh({0})"), (cosh_p, "math.cosh({0})"),
+    (arcsin_p, "math.asin({0})"), (arccos_p, "math.acos({0})"), (arctan_p, "math.atan({0})"),
+    (arcsinh_p, "math.asinh({0})"), (arccosh_p, "math.acosh({0})"), (arctanh_p, "math.atanh({0})"),
+    (sqrt_p, "math.sqrt({0})"), (square_p, "{0} * {0}"), (reciprocal_p, "1.0 / {0}"),
+    (fabs_p, "abs({0})"),
+):
+    float_rules[_prim] = _float_expression(_template)
+
+deg2rad_p = elementwise("deg2rad", np.deg2rad, np.pi / 180, xp=lambda xp, x: x * (math.pi / 180))
+rad2deg_p = elementwise("rad2deg", np.rad2deg, 180 / np.pi, xp=lambda xp, x: x * (180 / math.pi))
+
+# sinc'(x) = (cos(pi x) - sinc(x)) / x cancels catastrophically near 0: below
+# |x| = 0.1 it is its Taylor series (to 1e-18), exact at 0 to every order.
+_SINC_SERIES = [(-1) ** k * 2 * k * np.pi ** (2 * k) / math.factorial(2 * k + 1) for k in range(1, 7)]
+
+
+def _sinc_derivative(ans: Any, x: Any) -> Any:
+    small = lt(absolute(x), 0.1)
+    safe = where(small, 1.0, x)
+    closed_form = div(sub(cos(mul(np.pi, safe)), ans), safe)
+    x2 = square(x)
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = add(mul(series, x2), c)
+    return where(small, mul(series, x), closed_form)
+
+
+sinc_p = elementwise("sinc", np.sinc, _sinc_derivative, xp=_sinc)
+
+# Piecewise constant: the derivative is zero everywhere it exists.
+floor_p = elementwise("floor", "floor")
+ceil_p = elementwise("ceil", "ceil")
+rint_p = elementwise("rint", np.rint, xp=lambda xp, x: xp.round(x))
+trunc_p = elementwise("trunc", "trunc")
+round_p = elementwise("round", np.round, xp=_round)  # params: decimals
+
+nan_to_num_p = elementwise("nan_to_num", np.nan_to_num, xp=_nan_to_num)
+
+
+def _nan_to_num_tangent(t: Any, ans: Any, x: Any, **params: Any) -> Any:
+    # The tangent where the input is finite (kept), 0 where it is replaced; the
+    # real and imaginary parts of a complex number are replaced each on its own.
+    if get_aval(x).dtype.kind != "c":
+        return where(isfinite(x), t, 0.0)
+    re = where(isfinite(real(x)), real(t), 0.0)
+    im = where(isfinite(imag(x)), imag(t), 0.0)
+    return add(re, mul(im, 1j))
+
+
+d.defjvp(nan_to_num_p, _nan_to_num_tangent)
+
+# Boolean (and, for invert, integer) valued: no derivative.
+isfinite_p = elementwise("isfinite", "isfinite", cast="own")
+isnan_p = elementwise("isnan", "isnan", cast="own")
+isinf_p = elementwise("isinf", "isinf", cast="own")
+signbit_p = elementwise("signbit", np.signbit, xp=_signbit, cast="own")
+logical_not_p = elementwise("logical_not", "logical_not")
+invert_p = elementwise("invert", "bitwise_invert")
+
+
+# --- binary: d(out)/dx and d(out)/dy as functions of (ans, x, y) ------------------
+
+add_p: Primitive = elementwise("add", "add", 1, 1, impl=_operator_impl(operator.add, np.add))
+transpose_rules[add_p] = lambda ct, x, y: [_linear_ct(x, ct), _linear_ct(y, ct)]
+emit_rules[add_p] = _operator_emit("+")
+
+sub_p = elementwise("sub", "subtract", 1, -1, impl=_operator_impl(operator.sub, np.subtract))
+emit_rules[sub_p] = _operator_emit("-")
+transpose_rules[sub_p] = lambda ct, x, y: [
+    _linear_ct(x, ct), _linear_ct(y, neg(ct)) if d.is_linear(y) else None
+]
+
+mul_p: Primitive = elementwise(
+    "mul", "multiply", lambda ans, x, y: y, lambda ans, x, y: x,
+    impl=_operator_impl(operator.mul, np.multiply),
+)
+commutative.update((add_p, mul_p))
+
+
+def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    # The hottest rule of reverse mode: tests inlined, unbroadcast only if needed.
+    if type(x) is UndefinedPrimal:
+        assert type(y) is not UndefinedPrimal, "mul of two tangents is not linear"
+        out = mul(ct, y)
+        return [out if _fits(out, x.aval) else d.unbroadcast(out, x.aval), None]
+    out = mul(x, ct)
+    return [None, out if _fits(out, y.aval) else d.unbroadcast(out, y.aval)]
+
+
+transpose_rules[mul_p] = _mul_transpose
+emit_rules[mul_p] = _operator_emit("*")
+
+div_p = elementwise(
+    "div", "divide", lambda ans, x, y: div(1.0, y), lambda ans, x, y: neg(div(ans, y)),
+    impl=_operator_impl(operator.truediv, np.true_divide),
+)
+
+
+def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    assert not d.is_linear(y), "div is linear in its numerator only"
+    return [d.unbroadcast(div(ct, y), x.aval), None]
+
+
+transpose_rules[div_p] = _div_transpose
+float_rules[div_p] = _float_expression("{0} / {1}")  # raises ZeroDivisionError where NumPy gives inf
+
+pow_p = elementwise(
+    "pow", "pow",
+    # y * x**(y-1), taken as 0 where y == 0 (so 0**0 has derivative 0, not nan);
+    lambda ans, x, y: where(eq(y, 0), 0, mul(y, power(x, sub(y, 1)))),
+    # log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0).
+    lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))),
+    impl=_operator_impl(operator.pow, np.power),
+)
+float_rules[pow_p] = _float_expression("math.pow({0}, {1})")  # not **, which gives complex numbers
+
+
+def _balanced_eq(x: Any, ans: Any, y: Any) -> Any:
+    # 1 where x is the result, 0 where y is; where they tie each gets half
+    # the derivative (JAX's convention). The constants take the result's
+    # dtype, so that a float32 derivative stays in float32.
+    dtype = get_aval(ans).dtype
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    one, half, zero = dtype.type(1), dtype.type(0.5), dtype.type(0)
+    return where(eq(x, ans), where(eq(y, ans), half, one), zero)
+
+
+_SELECTED = (lambda ans, x, y: _balanced_eq(x, ans, y), lambda ans, x, y: _balanced_eq(y, ans, x))
+max_p: Primitive = elementwise("max", "maximum", *_SELECTED)
+min_p: Primitive = elementwise("min", "minimum", *_SELECTED)
+
+
+def _selects_first(compare: Callable[..., Any]) -> tuple[Factor, Factor]:
+    """The derivatives of jnp.fmax and jnp.fmin, where(compare(x, y) | isnan(y), x, y):
+    the selected argument's (a nan is selected only if both are; at a tie, y)."""
+
+    def first(ans: Any, x: Any, y: Any) -> Any:
+        return logical_or(compare(x, y), isnan(y))
+
+    return first, lambda ans, x, y: logical_not(first(ans, x, y))
+
+
+fmax_p = elementwise("fmax", np.fmax, *_selects_first(lambda x, y: gt(x, y)), xp=_fmax)
+fmin_p = elementwise("fmin", np.fmin, *_selects_first(lambda x, y: lt(x, y)), xp=_fmin)
+
+float_power_p = elementwise(
+    "float_power", np.float_power,
+    lambda ans, x, y: where(eq(y, 0), 0, mul(y, float_power(x, sub(y, 1)))),
+    lambda ans, x, y: mul(ans, log(where(eq(x, 0), 1, x))), xp=lambda xp, x, y: xp.pow(x, y),
+)
+
+# x = q * y + remainder with an integer q (floored for remainder, truncated for
+# fmod): d/dx = 1 and d/dy = -q, with q recovered from the result (rounded, so
+# it is the integer NumPy used). floor_divide, like JAX's, has no derivative.
+floor_divide_p = elementwise(
+    "floor_divide", "floor_divide", impl=_operator_impl(operator.floordiv, np.floor_divide)
+)
+remainder_p = elementwise(
+    "remainder", "remainder", 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))),
+    impl=_operator_impl(operator.mod, np.remainder),
+)
+fmod_p = elementwise("fmod", np.fmod, 1, lambda ans, x, y: neg(rint(div(sub(x, ans), y))), xp=_fmod)
+
+# |x| with the sign of y: d/dx = sign(x) * sign(y) (0 at x = 0, like abs); none in y.
+copysign_p = elementwise("copysign", "copysign", lambda ans, x, y: mul(sign(x), sign(ans)), None)
+float_rules[copysign_p] = _float_expression("math.copysign({0}, {1})")
+
+
+def _ldexp_factor(ans: Any, x: Any, y: Any) -> Any:
+    # d/dx of x * 2**y is 2**y, computed as ldexp(1, y): exact, and without the
+    # overflow of 2**y itself where x * 2**y fits.
+    return ldexp_p.bind(np.ones((), get_aval(ans).dtype), y)
+
+
+# No derivative in the integer exponent.
+ldexp_p = elementwise("ldexp", np.ldexp, _ldexp_factor, None, xp=_ldexp, cast="none")
+
+
+def _hypot_factor(ans: Any, x: Any, y: Any) -> Any:
+    # x / hypot(x, y), taken as 0 at x = y = 0 (where x is 0).
+    return div(x, where(eq(ans, 0), 1, ans))
+
+
+hypot_p = elementwise("hypot", "hypot", _hypot_factor, lambda ans, x, y: _hypot_factor(ans, y, x))
+
+
+def _arctan2_denominator(x: Any, y: Any) -> Any:
+    return add(square(x), square(y))
+
+
+arctan2_p = elementwise(  # arctan2(x, y) is the angle of the point (y, x)
+    "arctan2", "atan2",
+    lambda ans, x, y: div(y, _arctan2_denominator(x, y)),
+    lambda ans, x, y: div(neg(x), _arctan2_denominator(x, y)),
+)
+float_rules[arctan2_p] = _float_expression("math.atan2({0}, {1})")
+
+
+def _log_add_share(exp_prim: Primitive) -> Callable[..., Any]:
+    """d/dx logaddexp(x, y) = base**(x - ans): at most 1, so large inputs cannot
+    overflow it. Where the result is infinite, x - ans would be nan: there the
+    derivative is maximum's (ties shared)."""
+
+    def share(ans: Any, x: Any, y: Any) -> Any:
+        finite = isfinite(ans)
+        inside = exp_prim.bind(sub(where(finite, x, 0.0), where(finite, ans, 0.0)))
+        return where(finite, inside, _balanced_eq(x, ans, y))
+
+    return share
+
+
+_logaddexp_share = _log_add_share(exp_p)
+_logaddexp2_share = _log_add_share(exp2_p)
+logaddexp_p = elementwise(
+    "logaddexp", "logaddexp", _logaddexp_share, lambda ans, x, y: _logaddexp_share(ans, y, x)
+)
+logaddexp2_p = elementwise(
+    "logaddexp2", np.logaddexp2, _logaddexp2_share, lambda ans, x, y: _logaddexp2_share(ans, y, x),
+    xp=_logaddexp2,
+)
+
+# 0 for x < 0, h0 at x == 0, 1 for x > 0: the derivative in h0 is (x == 0).
+heaviside_p = elementwise("heaviside", np.heaviside, None, lambda ans, x, h0: eq(x, 0), xp=_heaviside)
+
+# Boolean and integer valued: no derivative.
+logical_and_p = elementwise("logical_and", "logical_and")
+logical_or_p = elementwise("logical_or", "logical_or")
+logical_xor_p = elementwise("logical_xor", "logical_xor")
+bitwise_and_p = elementwise("bitwise_and", "bitwise_and", impl=_operator_impl(operator.and_, np.bitwise_and))
+bitwise_or_p = elementwise("bitwise_or", "bitwise_or", impl=_operator_impl(operator.or_, np.bitwise_or))
+bitwise_xor_p = elementwise("bitwise_xor", "bitwise_xor", impl=_operator_impl(operator.xor, np.bitwise_xor))
+
+eq_p = elementwise("eq", "equal", impl=_operator_impl(operator.eq, np.equal), cast="common")
+ne_p = elementwise("ne", "not_equal", impl=_operator_impl(operator.ne, np.not_equal), cast="common")
+lt_p = elementwise("lt", "less", impl=_operator_impl(operator.lt, np.less), cast="common")
+le_p = elementwise("le", "less_equal", impl=_operator_impl(operator.le, np.less_equal), cast="common")
+gt_p = elementwise("gt", "greater", impl=_operator_impl(operator.gt, np.greater), cast="common")
+ge_p = elementwise("ge", "greater_equal", impl=_operator_impl(operator.ge, np.greater_equal), cast="common")
+
+
+# --- where(condition, x, y) ----------------------------------------------------
+
+def _where(xp: Any, c: Any, x: Any, y: Any) -> Any:
     dtype = where_p.abstract_eval(get_aval(c), get_aval(x), get_aval(y)).dtype
-    return lib.xp.where(lib.asarray(c, np.dtype(bool)), lib.asarray(x, dtype), lib.asarray(y, dtype))
+    return xp.where(cast(xp, c, _BOOL), cast(xp, x, dtype), cast(xp, y, dtype))
 
 
-def _library_convert(lib: Any, x: Any, *, new_dtype: np.dtype) -> Any:
-    xp = lib.xp
-    x = lib.asarray(x)
+where_p = Primitive("where", _where, _elementwise_aval(np.where), numpy=np.where)
+batching.defbatch_elementwise(where_p)
+# A select rather than a factor: an inf or nan tangent in the unselected
+# branch must not leak into the result (0 * inf is nan).
+d.defjvp(where_p, None, lambda g, ans, c, x, y: where(c, g, 0), lambda g, ans, c, x, y: where(c, 0, g))
+
+
+def _where_transpose(ct: Any, c: Any, x: Any, y: Any) -> list[Any]:
+    assert not d.is_linear(c), "the condition of where is not linear"
+    ct_x = d.unbroadcast(where(c, ct, 0), x.aval) if d.is_linear(x) else None
+    ct_y = d.unbroadcast(where(c, 0, ct), y.aval) if d.is_linear(y) else None
+    return [None, ct_x, ct_y]
+
+
+transpose_rules[where_p] = _where_transpose
+unroll_rules[where_p] = elementwise_rule(where_p)
+blockwise.add(where_p)
+
+
+# --- jit's code on Python scalars (float_rules) -----------------------------------
+# Exact (or libm's, as NumPy's own scalar loop calls) on floats, ints checked
+# to stay in int64; NaN handled as NumPy handles it (maximum and minimum
+# propagate it, fmax and fmin ignore it, comparisons with it are False).
+
+_CHECKED = "checked_int64({})"
+for _prim, _f, _i in (
+    (neg_p, "-{0}", _CHECKED.format("-{0}")), (abs_p, "abs({0})", _CHECKED.format("abs({0})")),
+    (add_p, "{0} + {1}", _CHECKED.format("{0} + {1}")), (sub_p, "{0} - {1}", _CHECKED.format("{0} - {1}")),
+    (mul_p, "{0} * {1}", _CHECKED.format("{0} * {1}")),
+    # Python's float % and // are NumPy's (the same divmod), and raise on division by zero.
+    (remainder_p, "{0} % {1}", _CHECKED.format("{0} % {1}")),
+    (floor_divide_p, "{0} // {1}", _CHECKED.format("{0} // {1}")),
+    (fmod_p, "math.fmod({0}, {1})", None),
+    # At a tie maximum and minimum give the second operand (maximum(0.0, -0.0) is -0.0),
+    # fmax and fmin the first.
+    (max_p, "({0} if ({0} > {1} or {0} != {0}) else {1})", "({0} if {0} > {1} else {1})"),
+    (min_p, "({0} if ({0} < {1} or {0} != {0}) else {1})", "({0} if {0} < {1} else {1})"),
+    (fmax_p, "({0} if ({0} >= {1} or {1} != {1}) else {1})", None),
+    (fmin_p, "({0} if ({0} <= {1} or {1} != {1}) else {1})", None),
+    # NumPy's npy_logaddexp, which calls libm's exp and log1p as math does.
+    (logaddexp_p, "(({0} + 0.6931471805599453) if {0} == {1} else ({0} + math.log1p(math.exp({1} - {0}))"
+                  " if {0} > {1} else ({1} + math.log1p(math.exp({0} - {1})) if {0} < {1} else {0} - {1})))",
+     None),
+    (sign_p, "(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else (0.0 if {0} == 0.0 else {0})))",
+     "(({0} > 0) - ({0} < 0))"),
+    # floor, ceil, trunc and rint keep the sign of x (floor(-0.0) and ceil(-0.5) are -0.0).
+    (floor_p, "math.copysign(float(math.floor({0})), {0})", None),
+    (ceil_p, "math.copysign(float(math.ceil({0})), {0})", None),
+    (trunc_p, "math.copysign(float(math.trunc({0})), {0})", None),
+    (rint_p, "math.copysign(float(round({0})), {0})", None),  # Python's round: half to even
+    (isfinite_p, "math.isfinite({0})", None), (isinf_p, "math.isinf({0})", None),
+    (isnan_p, "({0} != {0})", None), (signbit_p, "(math.copysign(1.0, {0}) < 0.0)", None),
+):
+    float_rules[_prim] = _scalar_rule(f=_f, i=_i)
+for _prim, _symbol in ((eq_p, "=="), (ne_p, "!="), (lt_p, "<"), (le_p, "<="), (gt_p, ">"), (ge_p, ">=")):
+    _compare = f"({{0}} {_symbol} {{1}})"
+    float_rules[_prim] = _scalar_rule(_compare, _compare, _compare)
+for _prim, _i, _b in (
+    (bitwise_and_p, "({0} & {1})", "({0} & {1})"), (bitwise_or_p, "({0} | {1})", "({0} | {1})"),
+    (bitwise_xor_p, "({0} ^ {1})", "({0} ^ {1})"), (invert_p, "(~{0})", "(not {0})"),
+    (logical_and_p, None, "({0} and {1})"), (logical_or_p, None, "({0} or {1})"),
+    (logical_xor_p, None, "({0} != {1})"),
+):
+    float_rules[_prim] = _scalar_rule(i=_i, b=_b)
+float_rules[logical_not_p] = _scalar_rule("({0} == 0.0)", "({0} == 0)", "(not {0})")
+float_rules[stop_gradient_p] = _scalar_rule("{0}", "{0}")
+
+
+def _where_float(args: list[str], avals: list[ShapedArray]) -> str | None:
+    if avals[0].dtype != _BOOL or _domain(avals[1:]) == "?":
+        return None
+    return f"({args[1]} if {args[0]} else {args[2]})"
+
+
+float_rules[where_p] = _where_float
+
+
+# --- with parameters ------------------------------------------------------------
+
+
+@cached_aval
+def _integer_pow_aval(x: ShapedArray, *, y: int) -> ShapedArray:
+    with np.errstate(all="ignore"):
+        return ShapedArray(x.shape, np.power(np.empty(0, x.dtype), y).dtype)
+
+
+def _integer_pow_factor(ans: Any, x: Any, *, y: int) -> Any:
+    if y == 0:
+        return 0
+    if y == 1:
+        return 1
+    if y == 2:
+        return mul(2.0, x)
+    return mul(float(y), integer_pow(x, y=y - 1))
+
+
+def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
+    return cast(xp, x, _integer_pow_aval(get_aval(x), y=y).dtype) ** y  # NumPy's power, C's pow for floats
+
+
+integer_pow_p = Primitive(
+    "integer_pow", _integer_pow, _integer_pow_aval, numpy=lambda x, *, y: np.power(x, y)
+)
+jvp_rules[integer_pow_p] = JVPFactors((_integer_pow_factor,))
+blockwise.add(integer_pow_p)
+batching.defbatch_unary(integer_pow_p)
+unroll_rules[integer_pow_p] = elementwise_rule(integer_pow_p)
+
+
+def _integer_pow_float(args: list[str], avals: list[ShapedArray], *, y: int) -> str | None:
+    domain = _domain(avals)
+    if domain == "f":
+        return f"{args[0]} ** {y}"  # raises where NumPy gives inf
+    if domain == "i" and y >= 0:  # a negative power of an int is NumPy's error
+        return f"checked_int64({args[0]} ** {y})"
+    return None
+
+
+float_rules[integer_pow_p] = _integer_pow_float
+
+
+def _convert(xp: Any, x: Any, *, new_dtype: np.dtype) -> Any:
+    x = cast(xp, x)
     if _is_complex_floating(xp, x) and new_dtype.kind in "iuf":
-        x = xp.real(x)
-    return xp.astype(x, lib.dtype(new_dtype))
+        x = xp.real(x)  # complex to real keeps the real part (NumPy would warn); to bool, both count
+    return xp.astype(x, new_dtype if xp is np else library_of_namespace(xp).dtype(new_dtype))
 
 
-library_rules[angle_p] = _library_angle
-library_rules[ldexp_p] = _library_ldexp
-library_rules[where_p] = _library_where
-library_rules[convert_element_type_p] = _library_convert
+def _convert_impl(x: Any, *, new_dtype: np.dtype) -> Any:
+    x = np.asarray(x)
+    if x.dtype.kind == "c" and new_dtype.kind in "iuf":
+        x = x.real
+    return x.astype(new_dtype)[()]
+
+
+def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
+    return ShapedArray(x.shape, new_dtype)
+
+
+def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: np.dtype) -> tuple[Any, Any]:
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type(x, new_dtype=new_dtype)
+    if new_dtype.kind not in "fc":
+        return ans, None  # to an integer or bool: no derivative
+    return ans, convert_element_type(t, new_dtype=new_dtype)
+
+
+convert_element_type_p = Primitive("convert_element_type", _convert, _convert_aval, numpy=_convert_impl)
+batching.defbatch_unary(convert_element_type_p)
+unroll_rules[convert_element_type_p] = elementwise_rule(convert_element_type_p)
+blockwise.add(convert_element_type_p)  # astype: a copy
+jvp_rules[convert_element_type_p] = _convert_jvp
+transpose_rules[convert_element_type_p] = lambda ct, x, *, new_dtype: [
+    convert_element_type(ct, new_dtype=x.aval.dtype)
+]
+
+# On Python scalars, from (rows) and to (columns) float64, int64 and bool: a float to
+# an int truncates, as NumPy's cast does where the result fits (nan and inf raise).
+_CONVERSIONS = {
+    ("f", _F64): "{0}", ("f", _I64): "checked_int64(int({0}))", ("f", _BOOL): "({0} != 0.0)",
+    ("i", _F64): "float({0})", ("i", _I64): "{0}", ("i", _BOOL): "({0} != 0)",
+    ("b", _F64): "(1.0 if {0} else 0.0)", ("b", _I64): "int({0})", ("b", _BOOL): "{0}",
+}
+
+
+def _convert_float(args: list[str], avals: list[ShapedArray], *, new_dtype: np.dtype) -> str | None:
+    template = _CONVERSIONS.get((_domain(avals), new_dtype))
+    return None if template is None else template.format(*args)
+
+
+float_rules[convert_element_type_p] = _convert_float
+
+
+# --- complex numbers: real, imag, conj (linear over the reals), angle ---------------------
+# Transposes follow JAX's convention (no conjugation of cotangents), so that
+# grad of a real function of z is df/dx - i df/dy, and of a holomorphic one f'(z).
+
+
+def _real_dtype(x: ShapedArray) -> np.dtype:
+    return np.empty(0, x.dtype).real.dtype
+
+
+def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+def _part_aval(x: ShapedArray) -> ShapedArray:
+    # A part of a Python complex is a Python float (np.real(1j)): weak, as its input.
+    return ShapedArray(x.shape, _real_dtype(x), x.weak_type)
+
+
+real_p = Primitive("real", _on_namespace(_real, "own", _part_aval), _part_aval, numpy=np.real)
+d.deflinear(real_p)
+transpose_rules[real_p] = lambda ct, x: [
+    convert_element_type(ct, new_dtype=x.aval.dtype) if x.aval.dtype.kind == "c" else ct
+]
+batching.defbatch_unary(real_p)
+
+imag_p = Primitive("imag", _on_namespace(_imag, "own", _part_aval), _part_aval, numpy=np.imag)
+d.deflinear(imag_p)
+transpose_rules[imag_p] = lambda ct, x: [
+    mul(convert_element_type(ct, new_dtype=_complex_dtype(get_aval(ct).dtype)), -1j)
+    if x.aval.dtype.kind == "c" else None
+]
+batching.defbatch_unary(imag_p)
+
+# np.conjugate is a ufunc: a bool gives int8, a Python scalar a NumPy scalar.
+_conj_aval = _elementwise_aval(np.conjugate)
+conj_p = Primitive("conj", _on_namespace(_conj, "out", _conj_aval), _conj_aval, numpy=np.conjugate)
+d.deflinear(conj_p)
+transpose_rules[conj_p] = lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else ct]
+batching.defbatch_unary(conj_p)
+blockwise.add(conj_p)  # (real and imag are views of a complex operand: not blockwise)
+
+
+def _angle_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
+    (z,), (t,) = primals, tangents
+    ans = angle(z)
+    if get_aval(z).dtype.kind != "c":
+        return ans, None  # 0 or pi: piecewise constant
+    r2 = real(mul(z, conj(z)))
+    return ans, div(imag(mul(conj(z), t)), where(eq(r2, 0), 1.0, r2))
+
+
+def _angle(xp: Any, x: Any) -> Any:
+    # np.angle of a real x is arctan2(0, x): pi for negative numbers and -0.0.
+    x = cast(xp, x)
+    if _is_complex_floating(xp, x):
+        return xp.atan2(xp.imag(x), xp.real(x))
+    x = cast(xp, x, angle_p.abstract_eval(get_aval(x)).dtype)
+    return xp.atan2(xp.zeros_like(x), x)
+
+
+angle_p = Primitive(
+    "angle", _angle, lambda x: ShapedArray(x.shape, np.angle(np.empty(0, x.dtype)).dtype), numpy=np.angle
+)
+jvp_rules[angle_p] = _angle_jvp
+batching.defbatch_unary(angle_p)
+
+
+# --- the functions rules and the NumPy layer call --------------------------------
+
+neg: Callable[..., Any] = neg_p.bind
+sin: Callable[..., Any] = sin_p.bind
+cos: Callable[..., Any] = cos_p.bind
+exp: Callable[..., Any] = exp_p.bind
+log: Callable[..., Any] = log_p.bind
+tanh: Callable[..., Any] = tanh_p.bind
+sqrt: Callable[..., Any] = sqrt_p.bind
+square: Callable[..., Any] = square_p.bind
+absolute: Callable[..., Any] = abs_p.bind
+sign: Callable[..., Any] = sign_p.bind
+stop_gradient: Callable[..., Any] = stop_gradient_p.bind
+add: Callable[..., Any] = add_p.bind
+sub: Callable[..., Any] = sub_p.bind
+mul: Callable[..., Any] = mul_p.bind
+div: Callable[..., Any] = div_p.bind
+power: Callable[..., Any] = pow_p.bind
+maximum: Callable[..., Any] = max_p.bind
+minimum: Callable[..., Any] = min_p.bind
+eq: Callable[..., Any] = eq_p.bind
+ne: Callable[..., Any] = ne_p.bind
+lt: Callable[..., Any] = lt_p.bind
+le: Callable[..., Any] = le_p.bind
+gt: Callable[..., Any] = gt_p.bind
+ge: Callable[..., Any] = ge_p.bind
+where: Callable[..., Any] = where_p.bind
+integer_pow: Callable[..., Any] = integer_pow_p.bind
+convert_element_type: Callable[..., Any] = convert_element_type_p.bind
+real: Callable[..., Any] = real_p.bind
+imag: Callable[..., Any] = imag_p.bind
+conj: Callable[..., Any] = conj_p.bind
+angle: Callable[..., Any] = angle_p.bind
+fabs: Callable[..., Any] = fabs_p.bind
+reciprocal: Callable[..., Any] = reciprocal_p.bind
+cbrt: Callable[..., Any] = cbrt_p.bind
+exp2: Callable[..., Any] = exp2_p.bind
+expm1: Callable[..., Any] = expm1_p.bind
+log2: Callable[..., Any] = log2_p.bind
+log10: Callable[..., Any] = log10_p.bind
+log1p: Callable[..., Any] = log1p_p.bind
+tan: Callable[..., Any] = tan_p.bind
+arcsin: Callable[..., Any] = arcsin_p.bind
+arccos: Callable[..., Any] = arccos_p.bind
+arctan: Callable[..., Any] = arctan_p.bind
+sinh: Callable[..., Any] = sinh_p.bind
+cosh: Callable[..., Any] = cosh_p.bind
+arcsinh: Callable[..., Any] = arcsinh_p.bind
+arccosh: Callable[..., Any] = arccosh_p.bind
+arctanh: Callable[..., Any] = arctanh_p.bind
+deg2rad: Callable[..., Any] = deg2rad_p.bind
+rad2deg: Callable[..., Any] = rad2deg_p.bind
+sinc: Callable[..., Any] = sinc_p.bind
+floor: Callable[..., Any] = floor_p.bind
+ceil: Callable[..., Any] = ceil_p.bind
+rint: Callable[..., Any] = rint_p.bind
+trunc: Callable[..., Any] = trunc_p.bind
+round: Callable[..., Any] = round_p.bind
+nan_to_num: Callable[..., Any] = nan_to_num_p.bind
+isfinite: Callable[..., Any] = isfinite_p.bind
+isnan: Callable[..., Any] = isnan_p.bind
+isinf: Callable[..., Any] = isinf_p.bind
+signbit: Callable[..., Any] = signbit_p.bind
+logical_not: Callable[..., Any] = logical_not_p.bind
+invert: Callable[..., Any] = invert_p.bind
+fmax: Callable[..., Any] = fmax_p.bind
+fmin: Callable[..., Any] = fmin_p.bind
+float_power: Callable[..., Any] = float_power_p.bind
+floor_divide: Callable[..., Any] = floor_divide_p.bind
+remainder: Callable[..., Any] = remainder_p.bind
+fmod: Callable[..., Any] = fmod_p.bind
+copysign: Callable[..., Any] = copysign_p.bind
+hypot: Callable[..., Any] = hypot_p.bind
+arctan2: Callable[..., Any] = arctan2_p.bind
+logaddexp: Callable[..., Any] = logaddexp_p.bind
+logaddexp2: Callable[..., Any] = logaddexp2_p.bind
+heaviside: Callable[..., Any] = heaviside_p.bind
+logical_and: Callable[..., Any] = logical_and_p.bind
+logical_or: Callable[..., Any] = logical_or_p.bind
+logical_xor: Callable[..., Any] = logical_xor_p.bind
+bitwise_and: Callable[..., Any] = bitwise_and_p.bind
+bitwise_or: Callable[..., Any] = bitwise_or_p.bind
+bitwise_xor: Callable[..., Any] = bitwise_xor_p.bind

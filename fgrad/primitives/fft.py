@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, is_dask, library_of_namespace
 from ..core.rules import batch_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing, shapes
@@ -121,7 +121,33 @@ def _fft_aval(x: ShapedArray, *, fft_type: str, axes: tuple[int, ...], lengths: 
     return ShapedArray(tuple(shape), _result_dtype(fft_type, x.dtype))
 
 
-fft_p = Primitive("fft", _fft_impl, cached_aval(_fft_aval))
+# --- the implementation on a namespace -------------------------------------------------
+
+
+def _fft(xp: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], lengths: tuple[int, ...],
+                 norm: str) -> Any:
+    """The standard's fft extension, `xp.fft`, which takes complex input for
+    fft, ifft and irfft and real input for rfft: the operand is cast to the one
+    that gives NumPy's result dtype. Dask transforms only along an axis held in
+    one chunk: those axes are rechunked so, the others keep their chunks."""
+    out = fft_p.abstract_eval(get_aval(x), fft_type=fft_type, axes=axes, lengths=lengths, norm=norm).dtype
+    real = np.empty(0, out).real.dtype
+    x = cast(xp, x, real if fft_type == "rfft" else np.result_type(out, np.complex64))
+    module = getattr(xp, "fft", None)
+    if module is None:
+        library = library_of_namespace(xp).name
+        raise NotImplementedError(
+            f"the primitive `fft` has no implementation for arrays of {library} in fgrad: {library} has "
+            f"no fft module (the Array API's fft extension). Convert the arrays to NumPy first."
+        )
+    if is_dask(xp):
+        x = x.rechunk({a: -1 for a in axes})
+    if len(axes) == 1:
+        return getattr(module, fft_type)(x, n=lengths[0], axis=axes[0], norm=norm)
+    return getattr(module, f"{fft_type}n")(x, s=lengths, axes=axes, norm=norm)
+
+
+fft_p = Primitive("fft", _fft, cached_aval(_fft_aval), numpy=_fft_impl)
 fft: _FFT = fft_p.bind
 
 
@@ -189,32 +215,3 @@ def _fft_batch(args: list[Any], dims: list[Any], *, fft_type: str, axes: tuple[i
 
 
 batch_rules[fft_p] = _fft_batch
-
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-
-
-def _library_fft(lib: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], lengths: tuple[int, ...],
-                 norm: str) -> Any:
-    """The standard's fft extension, `lib.xp.fft`, which takes complex input for
-    fft, ifft and irfft and real input for rfft: the operand is cast to the one
-    that gives NumPy's result dtype. Dask transforms only along an axis held in
-    one chunk: those axes are rechunked so, the others keep their chunks."""
-    out = fft_p.abstract_eval(get_aval(x), fft_type=fft_type, axes=axes, lengths=lengths, norm=norm).dtype
-    real = np.empty(0, out).real.dtype
-    x = lib.asarray(x, real if fft_type == "rfft" else np.result_type(out, np.complex64))
-    module = getattr(lib.xp, "fft", None)
-    if module is None:
-        raise NotImplementedError(
-            f"the primitive `fft` has no implementation for arrays of {lib.name} in fgrad: {lib.name} has "
-            f"no fft module (the Array API's fft extension). Convert the arrays to NumPy first."
-        )
-    if lib.name == "dask.array":
-        x = x.rechunk({a: -1 for a in axes})
-    if len(axes) == 1:
-        return getattr(module, fft_type)(x, n=lengths[0], axis=axes[0], norm=norm)
-    return getattr(module, f"{fft_type}n")(x, s=lengths, axes=axes, norm=norm)
-
-
-library_rules[fft_p] = _library_fft

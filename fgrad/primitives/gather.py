@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, dtype_of, library_of_namespace
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, shapes
@@ -105,7 +105,133 @@ def _gather_aval(x: ShapedArray, *indices: ShapedArray, mode: str) -> ShapedArra
     return ShapedArray(_selection(x, indices, "gather"), x.dtype)
 
 
-gather_p = Primitive("gather", _gather_impl, _gather_aval)
+# --- the implementation on a namespace ---------------------------------------------------
+# The indices are the library's arrays (perhaps lazy): normalized as the NumPy
+# impls do, with `where` and `clip`, they give each selected row's flat
+# position among the leading axes of x, which the index arrays cover. A gather
+# is then one `take` of rows. The standard has no scatter, nor assignment at
+# positions that may repeat: a scatter compares every row of x with every
+# selected one (a mask of their product's size, hence ONE_HOT_LIMIT) and
+# reduces the updates that land on each row: sum, prod, min, max, or the last
+# one for a set. Sums and products so combine one position's updates in
+# another order than numpy.ufunc.at does, which may change the last bits.
+
+#: The most elements (rows of x, times selected rows, times a row's length) a scatter compares.
+ONE_HOT_LIMIT = 1 << 24
+
+
+def _library_rows(xp: Any, shape: tuple[int, ...], indices: Sequence[Any], mode: str
+                  ) -> tuple[Any, Any]:
+    """`_normalized` on the library: the flat position of each selected row
+    among the leading axes of an x of `shape` that the indices cover, as a
+    vector, and (modes "fill" and "drop") whether all its indices were in
+    bounds, else None."""
+    selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
+    flat, inside = cast(xp, np.zeros((), np.intp)), None
+    for k, (i, n) in enumerate(zip(indices, shape)):
+        i = cast(xp, i, np.dtype(np.intp))
+        i = xp.where(i < 0, i + n, i)
+        if mode != "clip":
+            ok = (i >= 0) & (i < n)
+            inside = ok if inside is None else inside & ok
+        flat = flat + xp.clip(i, 0, max(n - 1, 0)) * math.prod(shape[k + 1:len(indices)])
+
+    def vector(z: Any) -> Any:
+        return xp.reshape(xp.broadcast_to(z, selected), (math.prod(selected),))
+
+    return vector(flat), None if inside is None else vector(inside)
+
+
+def _as_rows(xp: Any, x: Any, covered: int) -> Any:
+    """`x` as a matrix: a row for each position of its first `covered` axes."""
+    shape = get_aval(x).shape
+    return xp.reshape(x, (math.prod(shape[:covered]), math.prod(shape[covered:])))
+
+
+def _gather(xp: Any, x: Any, *indices: Any, mode: str) -> Any:
+    aval = _gather_aval(get_aval(x), *(get_aval(i) for i in indices), mode=mode)
+    x = cast(xp, x)
+    flat, inside = _library_rows(xp, get_aval(x).shape, indices, mode)
+    out = xp.take(_as_rows(xp, x, len(indices)), flat, axis=0)
+    if inside is not None:
+        out = xp.where(inside[:, None], out, cast(xp, 0, aval.dtype))
+    return xp.reshape(out, aval.shape)
+
+
+def _compared(xp: Any, size: int, name: str) -> None:
+    """The NotImplementedError of a scatter whose comparisons would take `size` elements, too many."""
+    if size > ONE_HOT_LIMIT:
+        raise NotImplementedError(
+            f"the primitive `{name}` on arrays of {library_of_namespace(xp).name} compares the positions it "
+            "updates "
+            f"with every position they may land on, {size} elements here, more than fgrad's limit of "
+            f"{ONE_HOT_LIMIT} (gather.ONE_HOT_LIMIT). Update fewer elements at a time, or pass the "
+            "indices as constants (close over them), which fgrad scatters without comparing."
+        )
+
+
+def _scatter(name: str, verb: str, reduce: str | None) -> Callable[..., Any]:
+    """The implementation of the scatter `name`: each row of x with the updates
+    that land on it combined in by the standard's reduction `reduce` (None:
+    the last one)."""
+    abstract_eval = _scatter_aval(verb)
+
+    def impl(xp: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
+        aval = abstract_eval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
+        selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
+        x_rows = _as_rows(xp, cast(xp, x, aval.dtype), len(indices))
+        (n, width), count = get_aval(x_rows).shape, math.prod(selected)
+        if not n * width * count:
+            return cast(xp, x, aval.dtype)
+        _compared(xp, n * count * width, name)
+        flat, inside = _library_rows(xp, aval.shape, indices, mode)
+        target = selected + aval.shape[len(indices):]
+        values = xp.reshape(xp.broadcast_to(cast(xp, y, aval.dtype), target), (count, width))
+        hits = xp.arange(n, dtype=dtype_of(xp, np.intp))[:, None] == flat[None, :]
+        if inside is not None:
+            hits = hits & inside[None, :]
+        if reduce is None:
+            last = xp.max(xp.where(hits, xp.arange(count, dtype=dtype_of(xp, np.intp))[None, :], -1), axis=1)
+            update = xp.take(values, xp.clip(last, 0, count - 1), axis=0)
+        elif reduce in ("min", "max"):  # x itself where nothing lands: no identity needed
+            landing = xp.where(hits[:, :, None], values[None, ...], x_rows[:, None, :])
+            update = getattr(xp, reduce)(landing, axis=1)
+        else:
+            identity = cast(xp, 0 if reduce == "sum" else 1, aval.dtype)
+            update = getattr(xp, reduce)(xp.where(hits[:, :, None], values[None, ...], identity), axis=1,
+                                         dtype=dtype_of(xp, aval.dtype))
+            update = x_rows + update if reduce == "sum" else x_rows * update
+        out = xp.where(xp.any(hits, axis=1)[:, None], update, x_rows)
+        return xp.reshape(out, aval.shape)
+
+    return impl
+
+
+def _cofactors(xp: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
+    # For each selected element: x at its position times the product of the
+    # other updates that land there (the other selected elements of its row).
+    aval = _cofactors_aval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
+    x_rows = _as_rows(xp, cast(xp, x, aval.dtype), len(indices))
+    width = get_aval(x_rows).shape[1]
+    count = math.prod(broadcast_shapes(*(get_aval(i).shape for i in indices)))
+    if not count * width:
+        return xp.zeros(aval.shape, dtype=dtype_of(xp, aval.dtype))
+    _compared(xp, count * count * width, "scatter_mul_cofactors")
+    flat, inside = _library_rows(xp, get_aval(x).shape, indices, mode)
+    values = xp.reshape(xp.broadcast_to(cast(xp, y, aval.dtype), aval.shape), (count, width))
+    numbers = xp.arange(count, dtype=dtype_of(xp, np.intp))
+    others = (flat[:, None] == flat[None, :]) & (numbers[:, None] != numbers[None, :])
+    if inside is not None:
+        others = others & inside[None, :]
+    factors = xp.where(others[:, :, None], values[None, ...], cast(xp, 1, aval.dtype))
+    product = xp.prod(factors, axis=1, dtype=dtype_of(xp, aval.dtype))
+    out = xp.take(x_rows, flat, axis=0) * product
+    if inside is not None:
+        out = xp.where(inside[:, None], out, cast(xp, 0, aval.dtype))
+    return xp.reshape(out, aval.shape)
+
+
+gather_p = Primitive("gather", _gather, _gather_aval, numpy=_gather_impl)
 
 
 def _scatter_impl(combine: np.ufunc | None) -> Callable[..., Any]:
@@ -145,11 +271,15 @@ def _scatter_aval(verb: str) -> Callable[..., ShapedArray]:
     return abstract_eval
 
 
-scatter_add_p = Primitive("scatter_add", _scatter_impl(np.add), _scatter_aval("add"))
-scatter_set_p = Primitive("scatter_set", _scatter_impl(None), _scatter_aval("set"))
-scatter_mul_p = Primitive("scatter_mul", _scatter_impl(np.multiply), _scatter_aval("multiply by"))
-scatter_min_p = Primitive("scatter_min", _scatter_impl(np.minimum), _scatter_aval("take the minimum with"))
-scatter_max_p = Primitive("scatter_max", _scatter_impl(np.maximum), _scatter_aval("take the maximum with"))
+def _scatter_primitive(name: str, verb: str, reduce: str | None, ufunc: np.ufunc | None) -> Primitive:
+    return Primitive(name, _scatter(name, verb, reduce), _scatter_aval(verb), numpy=_scatter_impl(ufunc))
+
+
+scatter_add_p = _scatter_primitive("scatter_add", "add", "sum", np.add)
+scatter_set_p = _scatter_primitive("scatter_set", "set", None, None)
+scatter_mul_p = _scatter_primitive("scatter_mul", "multiply by", "prod", np.multiply)
+scatter_min_p = _scatter_primitive("scatter_min", "take the minimum with", "min", np.minimum)
+scatter_max_p = _scatter_primitive("scatter_max", "take the maximum with", "max", np.maximum)
 
 gather: Callable[..., Any] = gather_p.bind
 scatter_add: Callable[..., Any] = scatter_add_p.bind
@@ -277,7 +407,9 @@ def _cofactors_aval(x: ShapedArray, y: ShapedArray, *indices: ShapedArray, mode:
     return ShapedArray(_selection(x, indices, "scatter"), np.result_type(x.dtype, y.dtype))
 
 
-scatter_mul_cofactors_p = Primitive("scatter_mul_cofactors", _cofactors_impl, _cofactors_aval)
+scatter_mul_cofactors_p = Primitive(
+    "scatter_mul_cofactors", _cofactors, _cofactors_aval, numpy=_cofactors_impl
+)
 
 
 def _cofactors_jvp(primals: list[Any], tangents: list[Any], *, mode: str) -> tuple[Any, Any]:
@@ -400,137 +532,3 @@ batch_rules[gather_p] = _gather_batch
 for _p in (scatter_add_p, scatter_set_p, scatter_mul_p, scatter_min_p, scatter_max_p,
            scatter_mul_cofactors_p):
     batch_rules[_p] = _scatter_batch(_p)
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The indices are the library's arrays (perhaps lazy): normalized as the NumPy
-# impls do, with `where` and `clip`, they give each selected row's flat
-# position among the leading axes of x, which the index arrays cover. A gather
-# is then one `take` of rows. The standard has no scatter, nor assignment at
-# positions that may repeat: a scatter compares every row of x with every
-# selected one (a mask of their product's size, hence ONE_HOT_LIMIT) and
-# reduces the updates that land on each row: sum, prod, min, max, or the last
-# one for a set. Sums and products so combine one position's updates in
-# another order than numpy.ufunc.at does, which may change the last bits.
-
-#: The most elements (rows of x, times selected rows, times a row's length) a scatter compares.
-ONE_HOT_LIMIT = 1 << 24
-
-
-def _library_rows(lib: Any, shape: tuple[int, ...], indices: Sequence[Any], mode: str
-                  ) -> tuple[Any, Any]:
-    """`_normalized` on the library: the flat position of each selected row
-    among the leading axes of an x of `shape` that the indices cover, as a
-    vector, and (modes "fill" and "drop") whether all its indices were in
-    bounds, else None."""
-    xp = lib.xp
-    selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
-    flat, inside = lib.asarray(np.zeros((), np.intp)), None
-    for k, (i, n) in enumerate(zip(indices, shape)):
-        i = lib.asarray(i, np.dtype(np.intp))
-        i = xp.where(i < 0, i + n, i)
-        if mode != "clip":
-            ok = (i >= 0) & (i < n)
-            inside = ok if inside is None else inside & ok
-        flat = flat + xp.clip(i, 0, max(n - 1, 0)) * math.prod(shape[k + 1:len(indices)])
-
-    def vector(z: Any) -> Any:
-        return xp.reshape(xp.broadcast_to(z, selected), (math.prod(selected),))
-
-    return vector(flat), None if inside is None else vector(inside)
-
-
-def _as_rows(lib: Any, x: Any, covered: int) -> Any:
-    """`x` as a matrix: a row for each position of its first `covered` axes."""
-    shape = get_aval(x).shape
-    return lib.xp.reshape(x, (math.prod(shape[:covered]), math.prod(shape[covered:])))
-
-
-def _library_gather(lib: Any, x: Any, *indices: Any, mode: str) -> Any:
-    xp = lib.xp
-    aval = _gather_aval(get_aval(x), *(get_aval(i) for i in indices), mode=mode)
-    x = lib.asarray(x)
-    flat, inside = _library_rows(lib, get_aval(x).shape, indices, mode)
-    out = xp.take(_as_rows(lib, x, len(indices)), flat, axis=0)
-    if inside is not None:
-        out = xp.where(inside[:, None], out, lib.asarray(0, aval.dtype))
-    return xp.reshape(out, aval.shape)
-
-
-def _compared(lib: Any, size: int, prim: Primitive) -> None:
-    """The NotImplementedError of a scatter whose comparisons would take `size` elements, too many."""
-    if size > ONE_HOT_LIMIT:
-        raise NotImplementedError(
-            f"the primitive `{prim.name}` on arrays of {lib.name} compares the positions it updates "
-            f"with every position they may land on, {size} elements here, more than fgrad's limit of "
-            f"{ONE_HOT_LIMIT} (gather.ONE_HOT_LIMIT). Update fewer elements at a time, or pass the "
-            "indices as constants (close over them), which fgrad scatters without comparing."
-        )
-
-
-def _library_scatter(prim: Primitive, reduce: str | None) -> None:
-    """`library_rules[prim]`: each row of x with the updates that land on it
-    combined in by the standard's reduction `reduce` (None: the last one)."""
-
-    def rule(lib: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
-        xp = lib.xp
-        aval = prim.abstract_eval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
-        selected = broadcast_shapes(*(get_aval(i).shape for i in indices))
-        x_rows = _as_rows(lib, lib.asarray(x, aval.dtype), len(indices))
-        (n, width), count = get_aval(x_rows).shape, math.prod(selected)
-        if not n * width * count:
-            return lib.asarray(x, aval.dtype)
-        _compared(lib, n * count * width, prim)
-        flat, inside = _library_rows(lib, aval.shape, indices, mode)
-        target = selected + aval.shape[len(indices):]
-        values = xp.reshape(xp.broadcast_to(lib.asarray(y, aval.dtype), target), (count, width))
-        hits = xp.arange(n, dtype=lib.dtype(np.intp))[:, None] == flat[None, :]
-        if inside is not None:
-            hits = hits & inside[None, :]
-        if reduce is None:
-            last = xp.max(xp.where(hits, xp.arange(count, dtype=lib.dtype(np.intp))[None, :], -1), axis=1)
-            update = xp.take(values, xp.clip(last, 0, count - 1), axis=0)
-        elif reduce in ("min", "max"):  # x itself where nothing lands: no identity needed
-            landing = xp.where(hits[:, :, None], values[None, ...], x_rows[:, None, :])
-            update = getattr(xp, reduce)(landing, axis=1)
-        else:
-            identity = lib.asarray(0 if reduce == "sum" else 1, aval.dtype)
-            update = getattr(xp, reduce)(xp.where(hits[:, :, None], values[None, ...], identity), axis=1,
-                                         dtype=lib.dtype(aval.dtype))
-            update = x_rows + update if reduce == "sum" else x_rows * update
-        out = xp.where(xp.any(hits, axis=1)[:, None], update, x_rows)
-        return xp.reshape(out, aval.shape)
-
-    library_rules[prim] = rule
-
-
-def _library_cofactors(lib: Any, x: Any, y: Any, *indices: Any, mode: str) -> Any:
-    # For each selected element: x at its position times the product of the
-    # other updates that land there (the other selected elements of its row).
-    xp = lib.xp
-    aval = _cofactors_aval(get_aval(x), get_aval(y), *(get_aval(i) for i in indices), mode=mode)
-    x_rows = _as_rows(lib, lib.asarray(x, aval.dtype), len(indices))
-    width = get_aval(x_rows).shape[1]
-    count = math.prod(broadcast_shapes(*(get_aval(i).shape for i in indices)))
-    if not count * width:
-        return lib.xp.zeros(aval.shape, dtype=lib.dtype(aval.dtype))
-    _compared(lib, count * count * width, scatter_mul_cofactors_p)
-    flat, inside = _library_rows(lib, get_aval(x).shape, indices, mode)
-    values = xp.reshape(xp.broadcast_to(lib.asarray(y, aval.dtype), aval.shape), (count, width))
-    numbers = xp.arange(count, dtype=lib.dtype(np.intp))
-    others = (flat[:, None] == flat[None, :]) & (numbers[:, None] != numbers[None, :])
-    if inside is not None:
-        others = others & inside[None, :]
-    factors = xp.where(others[:, :, None], values[None, ...], lib.asarray(1, aval.dtype))
-    product = xp.prod(factors, axis=1, dtype=lib.dtype(aval.dtype))
-    out = xp.take(x_rows, flat, axis=0) * product
-    if inside is not None:
-        out = xp.where(inside[:, None], out, lib.asarray(0, aval.dtype))
-    return xp.reshape(out, aval.shape)
-
-
-library_rules[gather_p] = _library_gather
-library_rules[scatter_mul_cofactors_p] = _library_cofactors
-for _p, _reduce in ((scatter_add_p, "sum"), (scatter_set_p, None), (scatter_mul_p, "prod"),
-                    (scatter_min_p, "min"), (scatter_max_p, "max")):
-    _library_scatter(_p, _reduce)

@@ -15,7 +15,10 @@ element several times. The combining scatters then apply every update
 (`numpy.ufunc.at`); index_set keeps the last write, in NumPy's order of
 assignment, and only the last write gets a derivative.
 
-Batch rules put the batch first and prepend a full slice to the index.
+On a namespace, each is computed from the positions NumPy works out for the
+static index (a take of them, or rounds of `where`); NumPy's arrays take
+NumPy's own indexing and `ufunc.at`, far faster. Batch rules put the batch
+first and prepend a full slice to the index.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, is_dask
 from ..core.rules import batch_rules, emit_rules, jvp_rules, transpose_rules, unroll_rules
 from ..core.trace import EVAL_TRACE, Primitive, ctx
 from ..ir.unroll import movement_rule, positions
@@ -90,7 +93,66 @@ def _getitem_impl(x: Any, *, idx: StaticIndex) -> Any:
     return (np.asarray(x) if isinstance(x, (int, float, complex)) else x)[tuple(idx)]
 
 
-getitem_p = Primitive("getitem", _getitem_impl, _getitem_aval)
+# The implementation on a namespace. The standard indexes with ints, slices in
+# bounds, None and Ellipsis (which keep Dask's chunks); not with NumPy's arrays
+# in between, nor does it scatter.
+# The index being static, NumPy works out which elements it selects, as flat
+# positions: a getitem takes them from the flattened array, and a scatter puts
+# the updates in place with `where`, in rounds that each write a position at
+# most once (the r-th update of each position in round r, NumPy's order).
+
+
+def _in_bounds(s: slice, n: int) -> slice:
+    """`s` on an axis of `n` with its ends in bounds, as the standard wants them."""
+    start, stop, step = s.indices(n)
+    if not len(range(start, stop, step)):
+        return slice(0, 0)
+    return slice(start, None if stop < 0 else stop, step)
+
+
+def _library_index(shape: tuple[int, ...], idx: StaticIndex) -> tuple[Any, ...]:
+    """A basic `idx` (no arrays) for an array of `shape`, its slices in bounds."""
+    taken = sum(1 for e in idx if e is not None and e is not Ellipsis)
+    out: list[Any] = []
+    axis = 0
+    for e in idx:
+        if e is Ellipsis:
+            axis += len(shape) - taken
+        elif isinstance(e, slice):
+            e = _in_bounds(e, shape[axis])
+        if e is not None and e is not Ellipsis:
+            axis += 1
+        out.append(e)
+    return tuple(out) if Ellipsis in idx else (*out, Ellipsis)  # the standard indexes every axis
+
+
+def library_take(xp: Any, x: Any, positions: Any) -> Any:
+    """The elements of `x` at the flat (C order) `positions`, an integer array
+    of the library or NumPy's (a static index): the flattened array's `take`.
+    Dask takes NumPy's positions as they are, its own fancy indexing: as a
+    Dask array, positions [0] would share their name with the offsets of
+    the chunks Dask's take makes (`from_array` of the same values), which
+    mixes the two up and declares a wrong shape."""
+    shape = get_aval(positions).shape
+    if is_dask(xp) and isinstance(positions, np.ndarray):
+        flat_positions = positions.reshape(-1)
+    else:
+        flat_positions = xp.reshape(cast(xp, positions, INDEX_DTYPE), (-1,))
+    flat = xp.take(xp.reshape(x, (-1,)), flat_positions, axis=0)
+    return xp.reshape(flat, shape)
+
+
+def _getitem(xp: Any, x: Any, *, idx: StaticIndex) -> Any:
+    x = cast(xp, x)
+    shape = get_aval(x).shape
+    indexed_shape(shape, idx)  # NumPy's IndexError for an index that does not fit
+    if not idx.has_arrays():
+        return x[_library_index(shape, idx)]
+    positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[tuple(idx)]
+    return library_take(xp, x, positions)
+
+
+getitem_p = Primitive("getitem", _getitem, _getitem_aval, numpy=_getitem_impl)
 
 
 def _getitem_emit(args: list[str], avals: list[ShapedArray], *, idx: StaticIndex) -> str | None:
@@ -163,11 +225,63 @@ def _index_set_impl(x: Any, y: Any, *, idx: StaticIndex) -> Any:
     return out
 
 
-index_add_p = Primitive("index_add", _scatter_impl(np.add), _scatter_aval("add"))
-index_set_p = Primitive("index_set", _index_set_impl, _scatter_aval("set"))
-index_mul_p = Primitive("index_mul", _scatter_impl(np.multiply), _scatter_aval("multiply by"))
-index_min_p = Primitive("index_min", _scatter_impl(np.minimum), _scatter_aval("take the minimum with"))
-index_max_p = Primitive("index_max", _scatter_impl(np.maximum), _scatter_aval("take the maximum with"))
+def _update_rounds(shape: tuple[int, ...], idx: StaticIndex, last_only: bool
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`out[idx] op= y` on an array of `shape` as rounds that write each position
+    at most once: for each, a mask of the positions it writes and, at each,
+    which element of the flattened selection goes there. `last_only`: one
+    round of the writes that assignment keeps."""
+    target = indexed_shape(shape, idx)
+    size = int(np.prod(shape, dtype=np.int64))
+    rounds = None if last_only else occurrence_rounds(shape, idx)
+    if rounds is None:
+        owner = np.full(shape, -1, INDEX_DTYPE)
+        owner[tuple(idx)] = np.arange(int(np.prod(target, dtype=np.int64))).reshape(target)
+        return [(owner >= 0, np.maximum(owner, 0))]
+    where, groups = rounds
+    out = []
+    for g in groups:
+        owner = np.full(size, -1, INDEX_DTYPE)
+        owner[where[g]] = g
+        out.append(((owner >= 0).reshape(shape), np.maximum(owner, 0).reshape(shape)))
+    return out
+
+
+def _scatter(verb: str, combine: Callable[..., Any] | None) -> Callable[..., Any]:
+    """The implementation of `out[idx] = combine(xp, out[idx], y)` (`combine`
+    None: `out[idx] = y`), a round at a time."""
+    abstract_eval = _scatter_aval(verb)
+
+    def impl(xp: Any, x: Any, y: Any, *, idx: StaticIndex) -> Any:
+        aval = abstract_eval(get_aval(x), get_aval(y), idx=idx)
+        out = cast(xp, x, aval.dtype)
+        target = indexed_shape(aval.shape, idx)
+        if 0 in target:
+            return out
+        values = xp.broadcast_to(cast(xp, y, aval.dtype), target)
+        for written, source in _update_rounds(aval.shape, idx, last_only=combine is None):
+            update = library_take(xp, values, source)
+            if combine is not None:
+                update = combine(xp, out, update)
+            out = xp.where(cast(xp, written), update, out)
+        return out
+
+    return impl
+
+
+def _scatter_primitive(name: str, verb: str, combine: Callable[..., Any] | None,
+                       numpy: Callable[..., Any]) -> Primitive:
+    return Primitive(name, _scatter(verb, combine), _scatter_aval(verb), numpy=numpy)
+
+
+index_add_p = _scatter_primitive("index_add", "add", lambda xp, a, b: a + b, _scatter_impl(np.add))
+index_set_p = _scatter_primitive("index_set", "set", None, _index_set_impl)
+index_mul_p = _scatter_primitive("index_mul", "multiply by", lambda xp, a, b: a * b,
+                                 _scatter_impl(np.multiply))
+index_min_p = _scatter_primitive("index_min", "take the minimum with", lambda xp, a, b: xp.minimum(a, b),
+                                 _scatter_impl(np.minimum))
+index_max_p = _scatter_primitive("index_max", "take the maximum with", lambda xp, a, b: xp.maximum(a, b),
+                                 _scatter_impl(np.maximum))
 
 
 def _selection_positions(shape: tuple[int, ...], idx: StaticIndex) -> np.ndarray:
@@ -509,115 +623,3 @@ index_set: Callable[..., Any] = index_set_p.bind
 index_mul: Callable[..., Any] = index_mul_p.bind
 index_min: Callable[..., Any] = index_min_p.bind
 index_max: Callable[..., Any] = index_max_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The standard indexes with ints, slices in bounds, None and Ellipsis (which
-# keep Dask's chunks); not with NumPy's arrays in between, nor does it scatter.
-# The index being static, NumPy works out which elements it selects, as flat
-# positions: a getitem takes them from the flattened array, and a scatter puts
-# the updates in place with `where`, in rounds that each write a position at
-# most once (the r-th update of each position in round r, NumPy's order).
-
-
-def _in_bounds(s: slice, n: int) -> slice:
-    """`s` on an axis of `n` with its ends in bounds, as the standard wants them."""
-    start, stop, step = s.indices(n)
-    if not len(range(start, stop, step)):
-        return slice(0, 0)
-    return slice(start, None if stop < 0 else stop, step)
-
-
-def _library_index(shape: tuple[int, ...], idx: StaticIndex) -> tuple[Any, ...]:
-    """A basic `idx` (no arrays) for an array of `shape`, its slices in bounds."""
-    taken = sum(1 for e in idx if e is not None and e is not Ellipsis)
-    out: list[Any] = []
-    axis = 0
-    for e in idx:
-        if e is Ellipsis:
-            axis += len(shape) - taken
-        elif isinstance(e, slice):
-            e = _in_bounds(e, shape[axis])
-        if e is not None and e is not Ellipsis:
-            axis += 1
-        out.append(e)
-    return tuple(out) if Ellipsis in idx else (*out, Ellipsis)  # the standard indexes every axis
-
-
-def library_take(lib: Any, x: Any, positions: Any) -> Any:
-    """The elements of `x` at the flat (C order) `positions`, an integer array
-    of the library or NumPy's (a static index): the flattened array's `take`.
-    Dask takes NumPy's positions as they are, its own fancy indexing: as a
-    Dask array, positions [0] would share their name with the offsets of
-    the chunks Dask's take makes (`from_array` of the same values), which
-    mixes the two up and declares a wrong shape."""
-    xp = lib.xp
-    shape = get_aval(positions).shape
-    if lib.name == "dask.array" and isinstance(positions, np.ndarray):
-        flat_positions = positions.reshape(-1)
-    else:
-        flat_positions = xp.reshape(lib.asarray(positions, INDEX_DTYPE), (-1,))
-    flat = xp.take(xp.reshape(x, (-1,)), flat_positions, axis=0)
-    return xp.reshape(flat, shape)
-
-
-def _library_getitem(lib: Any, x: Any, *, idx: StaticIndex) -> Any:
-    x = lib.asarray(x)
-    shape = get_aval(x).shape
-    indexed_shape(shape, idx)  # NumPy's IndexError for an index that does not fit
-    if not idx.has_arrays():
-        return x[_library_index(shape, idx)]
-    positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[tuple(idx)]
-    return library_take(lib, x, positions)
-
-
-def _update_rounds(shape: tuple[int, ...], idx: StaticIndex, last_only: bool
-                   ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """`out[idx] op= y` on an array of `shape` as rounds that write each position
-    at most once: for each, a mask of the positions it writes and, at each,
-    which element of the flattened selection goes there. `last_only`: one
-    round of the writes that assignment keeps."""
-    target = indexed_shape(shape, idx)
-    size = int(np.prod(shape, dtype=np.int64))
-    rounds = None if last_only else occurrence_rounds(shape, idx)
-    if rounds is None:
-        owner = np.full(shape, -1, INDEX_DTYPE)
-        owner[tuple(idx)] = np.arange(int(np.prod(target, dtype=np.int64))).reshape(target)
-        return [(owner >= 0, np.maximum(owner, 0))]
-    where, groups = rounds
-    out = []
-    for g in groups:
-        owner = np.full(size, -1, INDEX_DTYPE)
-        owner[where[g]] = g
-        out.append(((owner >= 0).reshape(shape), np.maximum(owner, 0).reshape(shape)))
-    return out
-
-
-def _library_scatter(prim: Primitive, combine: Callable[..., Any] | None) -> None:
-    """`library_rules[prim]`: `out[idx] = combine(xp, out[idx], y)` (`combine`
-    None: `out[idx] = y`), a round at a time."""
-
-    def rule(lib: Any, x: Any, y: Any, *, idx: StaticIndex) -> Any:
-        xp = lib.xp
-        aval = prim.abstract_eval(get_aval(x), get_aval(y), idx=idx)
-        out = lib.asarray(x, aval.dtype)
-        target = indexed_shape(aval.shape, idx)
-        if 0 in target:
-            return out
-        values = xp.broadcast_to(lib.asarray(y, aval.dtype), target)
-        for written, source in _update_rounds(aval.shape, idx, last_only=combine is None):
-            update = library_take(lib, values, source)
-            if combine is not None:
-                update = combine(xp, out, update)
-            out = xp.where(lib.asarray(written), update, out)
-        return out
-
-    library_rules[prim] = rule
-
-
-library_rules[getitem_p] = _library_getitem
-_library_scatter(index_set_p, None)
-for _p, _combine in ((index_add_p, lambda xp, a, b: a + b), (index_mul_p, lambda xp, a, b: a * b),
-                     (index_min_p, lambda xp, a, b: xp.minimum(a, b)),
-                     (index_max_p, lambda xp, a, b: xp.maximum(a, b))):
-    _library_scatter(_p, _combine)

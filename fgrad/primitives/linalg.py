@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, dtype_of
 from ..core.rules import UndefinedPrimal, batch_rules, emit_rules, out_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, elementwise, shapes
@@ -58,7 +58,13 @@ def _matmul_aval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
     return ShapedArray(shape, dtype)
 
 
-def _matmul(a: Any, b: Any) -> Any:
+# On a namespace, matmul is the standard's, on operands cast to NumPy's common dtype.
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
+    dtype = _matmul_aval(get_aval(a), get_aval(b)).dtype
+    return xp.matmul(cast(xp, a, dtype), cast(xp, b, dtype))
+
+
+def _numpy_matmul(a: Any, b: Any) -> Any:
     """NumPy's matmul. Of arrays of one or two dimensions, `np.dot`, the same
     product of the same BLAS calls without a generalized ufunc's dispatch: on
     small matrices it costs half (0.8 µs instead of 1.4 µs for 8×8 float64),
@@ -69,7 +75,7 @@ def _matmul(a: Any, b: Any) -> Any:
     return np.matmul(a, b)
 
 
-matmul_p = Primitive("matmul", _matmul, _matmul_aval)
+matmul_p = Primitive("matmul", _matmul, _matmul_aval, numpy=_numpy_matmul)
 d.defbilinear(matmul_p)
 out_rules[matmul_p] = np.matmul
 
@@ -249,7 +255,75 @@ def _einsum_impl(*operands: Any, subscripts: str) -> Any:
     return np.einsum(subscripts, *operands, optimize=optimize)
 
 
-einsum_p = Primitive("einsum", _einsum_impl, _einsum_aval)
+# On a namespace, einsum is composed of the standard's functions, so that it runs on any library
+# (the standard has no einsum): each operand's diagonals taken and the letters
+# no one else needs summed out, then the operands contracted left to right,
+# each contraction one (batched) matmul, and the result's axes put in order.
+
+
+def _diagonals(xp: Any, x: Any, term: str) -> tuple[Any, str]:
+    """`x` with the axes of each letter that `term` repeats reduced to their
+    diagonal: the two axes moved last and flattened, every (n+1)-th element."""
+    while len(set(term)) < len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        first = term.index(letter)
+        second = term.index(letter, first + 1)
+        kept = [i for i in range(len(term)) if i not in (first, second)]
+        x = xp.permute_dims(x, (*kept, first, second))
+        n = x.shape[-1]
+        x = xp.reshape(x, (*x.shape[:-2], n * n))[..., :: n + 1]
+        term = "".join(term[i] for i in kept) + letter
+    return x, term
+
+
+def _sum_out(xp: Any, x: Any, term: str, needed: str, dtype: Any) -> tuple[Any, str]:
+    """`x` summed over the letters of `term` not in `needed` (in `dtype`: the
+    standard's sum widens integers)."""
+    axes = tuple(i for i, c in enumerate(term) if c not in needed)
+    if not axes:
+        return x, term
+    return xp.sum(x, axis=axes, dtype=dtype), "".join(c for c in term if c in needed)
+
+
+def _contract(xp: Any, x: Any, x_term: str, y: Any, y_term: str, needed: str) -> tuple[Any, str]:
+    """The product of `x` and `y` summed over the letters they share that are
+    not `needed` later: one matmul of stacks of matrices (batch, rows, inner)
+    @ (batch, inner, columns), the batch being the shared letters still needed."""
+    sizes = dict(zip(x_term, x.shape)) | dict(zip(y_term, y.shape))
+    batch = [c for c in x_term if c in y_term and c in needed]
+    inner = [c for c in x_term if c in y_term and c not in needed]
+    rows = [c for c in x_term if c not in y_term]
+    cols = [c for c in y_term if c not in x_term]
+
+    def stack(z: Any, term: str, order: list[str], split: int) -> Any:
+        z = xp.permute_dims(z, tuple(term.index(c) for c in order))
+        groups = (order[:len(batch)], order[len(batch):split], order[split:])
+        return xp.reshape(z, tuple(math.prod(sizes[c] for c in g) for g in groups))
+
+    a = stack(x, x_term, batch + rows + inner, len(batch) + len(rows))
+    b = stack(y, y_term, batch + inner + cols, len(batch) + len(inner))
+    out = xp.matmul(a, b)
+    term = batch + rows + cols
+    return xp.reshape(out, tuple(sizes[c] for c in term)), "".join(term)
+
+
+def _einsum(xp: Any, *operands: Any, subscripts: str) -> Any:
+    dtype = _einsum_aval(*(get_aval(x) for x in operands), subscripts=subscripts).dtype
+    theirs = dtype_of(xp, dtype)
+    inputs, output = parse_subscripts(subscripts)
+    parts = [_diagonals(xp, cast(xp, x, dtype), term) for x, term in zip(operands, inputs)]
+    x, term = parts[0]
+    for k in range(1, len(parts)):
+        y, y_term = parts[k]
+        later = output + "".join(t for _, t in parts[k + 1:])
+        x, term = _sum_out(xp, x, term, later + y_term, theirs)
+        y, y_term = _sum_out(xp, y, y_term, later + term, theirs)
+        x, term = _contract(xp, x, term, y, y_term, later)
+    x, term = _sum_out(xp, x, term, output, theirs)
+    return xp.permute_dims(x, tuple(term.index(c) for c in output))
+
+
+einsum_p = Primitive("einsum", _einsum, _einsum_aval, numpy=_einsum_impl)
 d.defbilinear(einsum_p)
 
 
@@ -325,83 +399,3 @@ def stacked_einsum(subscripts: str, *operands: Any) -> Any:
     letters = "".join(next(fresh) for _ in range(lead))
     spec = ",".join(t.replace("...", letters) for t in terms) + "->" + output.replace("...", letters)
     return einsum(*operands, subscripts=spec)
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# matmul is the standard's, on operands cast to NumPy's common dtype. einsum
-# is composed of the standard's functions, so that it runs on any library
-# (the standard has no einsum): each operand's diagonals taken and the letters
-# no one else needs summed out, then the operands contracted left to right,
-# each contraction one (batched) matmul, and the result's axes put in order.
-
-
-def _library_matmul(lib: Any, a: Any, b: Any) -> Any:
-    dtype = _matmul_aval(get_aval(a), get_aval(b)).dtype
-    return lib.xp.matmul(lib.asarray(a, dtype), lib.asarray(b, dtype))
-
-
-def _diagonals(xp: Any, x: Any, term: str) -> tuple[Any, str]:
-    """`x` with the axes of each letter that `term` repeats reduced to their
-    diagonal: the two axes moved last and flattened, every (n+1)-th element."""
-    while len(set(term)) < len(term):
-        letter = next(c for c in term if term.count(c) > 1)
-        first = term.index(letter)
-        second = term.index(letter, first + 1)
-        kept = [i for i in range(len(term)) if i not in (first, second)]
-        x = xp.permute_dims(x, (*kept, first, second))
-        n = x.shape[-1]
-        x = xp.reshape(x, (*x.shape[:-2], n * n))[..., :: n + 1]
-        term = "".join(term[i] for i in kept) + letter
-    return x, term
-
-
-def _sum_out(xp: Any, x: Any, term: str, needed: str, dtype: Any) -> tuple[Any, str]:
-    """`x` summed over the letters of `term` not in `needed` (in `dtype`: the
-    standard's sum widens integers)."""
-    axes = tuple(i for i, c in enumerate(term) if c not in needed)
-    if not axes:
-        return x, term
-    return xp.sum(x, axis=axes, dtype=dtype), "".join(c for c in term if c in needed)
-
-
-def _contract(xp: Any, x: Any, x_term: str, y: Any, y_term: str, needed: str) -> tuple[Any, str]:
-    """The product of `x` and `y` summed over the letters they share that are
-    not `needed` later: one matmul of stacks of matrices (batch, rows, inner)
-    @ (batch, inner, columns), the batch being the shared letters still needed."""
-    sizes = dict(zip(x_term, x.shape)) | dict(zip(y_term, y.shape))
-    batch = [c for c in x_term if c in y_term and c in needed]
-    inner = [c for c in x_term if c in y_term and c not in needed]
-    rows = [c for c in x_term if c not in y_term]
-    cols = [c for c in y_term if c not in x_term]
-
-    def stack(z: Any, term: str, order: list[str], split: int) -> Any:
-        z = xp.permute_dims(z, tuple(term.index(c) for c in order))
-        groups = (order[:len(batch)], order[len(batch):split], order[split:])
-        return xp.reshape(z, tuple(math.prod(sizes[c] for c in g) for g in groups))
-
-    a = stack(x, x_term, batch + rows + inner, len(batch) + len(rows))
-    b = stack(y, y_term, batch + inner + cols, len(batch) + len(inner))
-    out = xp.matmul(a, b)
-    term = batch + rows + cols
-    return xp.reshape(out, tuple(sizes[c] for c in term)), "".join(term)
-
-
-def _library_einsum(lib: Any, *operands: Any, subscripts: str) -> Any:
-    xp = lib.xp
-    dtype = _einsum_aval(*(get_aval(x) for x in operands), subscripts=subscripts).dtype
-    theirs = lib.dtype(dtype)
-    inputs, output = parse_subscripts(subscripts)
-    parts = [_diagonals(xp, lib.asarray(x, dtype), term) for x, term in zip(operands, inputs)]
-    x, term = parts[0]
-    for k in range(1, len(parts)):
-        y, y_term = parts[k]
-        later = output + "".join(t for _, t in parts[k + 1:])
-        x, term = _sum_out(xp, x, term, later + y_term, theirs)
-        y, y_term = _sum_out(xp, y, y_term, later + term, theirs)
-        x, term = _contract(xp, x, term, y, y_term, later)
-    x, term = _sum_out(xp, x, term, output, theirs)
-    return xp.permute_dims(x, tuple(term.index(c) for c in output))
-
-
-library_rules[matmul_p] = _library_matmul
-library_rules[einsum_p] = _library_einsum

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, dtype_name
-from ..core.libraries import elementwise_impls
+from ..core.libraries import numpy_blockwise, numpy_only
 from ..core.rules import batch_rules, jvp_rules
 from ..core.trace import Primitive
 from . import batching, special
@@ -93,7 +93,7 @@ def _bits_impl(keys: Any, *, shape: tuple[int, ...], dtype: np.dtype) -> np.ndar
     return out.reshape(keys.shape[:-1] + shape)
 
 
-random_bits_p = Primitive("random_bits", _bits_impl, _bits_aval)
+random_bits_p = Primitive("random_bits", numpy_only("random_bits", _bits_impl), _bits_aval)
 d.defnojvp(random_bits_p)
 
 
@@ -132,7 +132,7 @@ def _fold_in_impl(keys: Any, data: Any) -> np.ndarray:
     return out
 
 
-random_fold_in_p = Primitive("random_fold_in", _fold_in_impl, _fold_in_aval)
+random_fold_in_p = Primitive("random_fold_in", numpy_only("random_fold_in", _fold_in_impl), _fold_in_aval)
 d.defnojvp(random_fold_in_p)
 batch_rules[random_fold_in_p] = _front_batch(random_fold_in_p)
 
@@ -194,7 +194,7 @@ def _gamma_impl(keys: Any, a: Any) -> np.ndarray:
     return out
 
 
-random_gamma_p = Primitive("random_gamma", _gamma_impl, _gamma_aval)
+random_gamma_p = Primitive("random_gamma", numpy_only("random_gamma", _gamma_impl), _gamma_aval)
 
 
 def _gamma_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
@@ -250,10 +250,12 @@ def _gamma_grad_aval(a: ShapedArray, x: ShapedArray) -> ShapedArray:
     return ShapedArray(broadcast_shapes(a.shape, x.shape), np.result_type(a.dtype, x.dtype))
 
 
-random_gamma_grad_p = Primitive("random_gamma_grad", _gamma_grad_impl, _gamma_grad_aval)
 # Elementwise in (a, x): block by block on Dask. The other primitives read each
-# key's Philox stream with NumPy and have no rule for other libraries.
-elementwise_impls.add(random_gamma_grad_p)
+# key's Philox stream with NumPy, which other libraries do not compute.
+random_gamma_grad_p = Primitive(
+    "random_gamma_grad", numpy_blockwise("random_gamma_grad", _gamma_grad_impl, _gamma_grad_aval),
+    _gamma_grad_aval,
+)
 
 
 def _gamma_grad_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, dtype_of
 from ..core.rules import Linearization, batch_rules, jvp_rules, reduce_rules, transpose_rules, unroll_rules
 from ..core.trace import Primitive
 from ..ir.jaxpr import Literal
@@ -60,6 +60,11 @@ def _reduction_dtype(np_fn: Callable[..., Any], dtype: np.dtype) -> np.dtype:
 def _reduction(
     name: str, np_fn: Callable[..., Any], ufunc: np.ufunc, empty_ok: bool
 ) -> Primitive:
+    """The namespace's reduction of NumPy's name `np_fn.__name__` over `axes`,
+    in the dtype NumPy's gives, which the standard's does not always: its sum
+    of int32 may be int32, and it neither sums nor orders booleans, which are
+    cast to the result's integer dtype for sums and products, and reduced with
+    any/all for max/min. On NumPy's arrays, the ufunc's reduce."""
     @cached_aval
     def abstract_eval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
         check_axes(x, axes)
@@ -69,16 +74,27 @@ def _reduction(
         shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, _reduction_dtype(np_fn, x.dtype))
 
+    standard = np_fn.__name__  # the Array API's name: sum, prod, max, min, all, any
+
+    def impl(xp: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
+        dtype = abstract_eval(get_aval(x), axes=axes).dtype
+        if standard in ("sum", "prod"):
+            return getattr(xp, standard)(cast(xp, x, dtype), axis=axes, dtype=dtype_of(xp, dtype))
+        x = cast(xp, x)
+        if dtype.kind == "b" and standard in ("max", "min"):
+            return (xp.any if standard == "max" else xp.all)(x, axis=axes)
+        return getattr(xp, standard)(x, axis=axes)
+
     reduce = ufunc.reduce
 
-    def impl(x: Any, *, axes: tuple[int, ...]) -> Any:
+    def numpy_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
         # The ufunc's reduce skips numpy.sum's Python wrapper; numpy.sum itself
         # is kept for the small integer and bool dtypes it widens.
         if getattr(x, "dtype", None) is not None and x.dtype.kind in "fc":
             return reduce(x, axis=axes)
         return np_fn(x, axis=axes)
 
-    return Primitive(name, impl, abstract_eval)
+    return Primitive(name, impl, abstract_eval, numpy=numpy_impl)
 
 
 reduce_sum_p = _reduction("reduce_sum", np.sum, np.add, empty_ok=True)
@@ -194,7 +210,19 @@ def _two_norm_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
     return np.sqrt(np.add.reduce(squares, axis=axes))
 
 
-two_norm_p = Primitive("two_norm", _two_norm_impl, _two_norm_aval)
+def _two_norm(xp: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
+    # sqrt(sum |x|^2), NumPy's formula (numpy.linalg.norm's, integers as float64).
+    complex_ = get_aval(x).dtype.kind == "c"
+    x = cast(xp, x, None if complex_ else _two_norm_aval(get_aval(x), axes=axes).dtype)
+    if complex_:
+        re, im = xp.real(x), xp.imag(x)
+        squares = re * re + im * im
+    else:
+        squares = x * x
+    return xp.sqrt(xp.sum(squares, axis=axes))
+
+
+two_norm_p = Primitive("two_norm", _two_norm, _two_norm_aval, numpy=_two_norm_impl)
 
 
 def _two_norm_tangent(apply: Callable[..., Any], ans: Any, x: Any, g: Any, axes: tuple[int, ...]) -> Any:
@@ -310,10 +338,15 @@ def _index_reduction(name: str) -> Primitive:
             raise ValueError(f"attempt to get {name} of an empty sequence")
         return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], indexing.INDEX_DTYPE)
 
-    def impl(x: Any, *, axis: int) -> Any:
+    def impl(xp: Any, x: Any, *, axis: int) -> Any:
+        # The standard orders no booleans: as uint8.
+        x = cast(xp, x, np.dtype(np.uint8) if get_aval(x).dtype.kind == "b" else None)
+        return cast(xp, getattr(xp, name)(x, axis=axis), indexing.INDEX_DTYPE)
+
+    def numpy_impl(x: Any, *, axis: int) -> Any:
         return getattr(np.asarray(x), name)(axis=axis)  # the method: no Python wrapper
 
-    prim = Primitive(name, impl, abstract_eval)
+    prim = Primitive(name, impl, abstract_eval, numpy=numpy_impl)
     d.defnojvp(prim)
 
     def batch(args: list[Any], dims: list[Any], *, axis: int) -> tuple[Any, int]:
@@ -331,15 +364,25 @@ argmin_p = _index_reduction("argmin")
 # --- cumulative sums and products along one axis ------------------------------------
 
 
-def _cumulative(name: str, np_fn: Callable[..., Any], ufunc: np.ufunc) -> Primitive:
-    """`np_fn` along `axis`, from the start (or from the end if `reverse`)."""
+def _cumulative(name: str, np_fn: Callable[..., Any], ufunc: np.ufunc, standard: str) -> Primitive:
+    """`np_fn` along `axis`, from the start (or from the end if `reverse`):
+    the namespace's `standard` (flipping before and after for `reverse`); on
+    NumPy's arrays the ufunc's accumulate."""
     accumulate = ufunc.accumulate
 
     def abstract_eval(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
         check_axes(x, (axis,))
         return ShapedArray(x.shape, _reduction_dtype(np_fn, x.dtype))
 
-    def impl(x: Any, *, axis: int, reverse: bool) -> Any:
+    def impl(xp: Any, x: Any, *, axis: int, reverse: bool) -> Any:
+        dtype = abstract_eval(get_aval(x), axis=axis, reverse=reverse).dtype
+        x = cast(xp, x, dtype)
+        if reverse:
+            x = xp.flip(x, axis=axis)
+        out = getattr(xp, standard)(x, axis=axis, dtype=dtype_of(xp, dtype))
+        return xp.flip(out, axis=axis) if reverse else out
+
+    def numpy_impl(x: Any, *, axis: int, reverse: bool) -> Any:
         x = np.asarray(x)
         flip = (slice(None),) * axis + (slice(None, None, -1),)
         if reverse:
@@ -348,7 +391,7 @@ def _cumulative(name: str, np_fn: Callable[..., Any], ufunc: np.ufunc) -> Primit
         out = accumulate(x, axis=axis) if x.dtype.kind in "fc" else np_fn(x, axis=axis)
         return out[flip] if reverse else out
 
-    prim = Primitive(name, impl, abstract_eval)
+    prim = Primitive(name, impl, abstract_eval, numpy=numpy_impl)
 
     def batch(args: list[Any], dims: list[Any], *, axis: int, reverse: bool) -> tuple[Any, int]:
         (x,), (dim,) = args, dims
@@ -358,11 +401,11 @@ def _cumulative(name: str, np_fn: Callable[..., Any], ufunc: np.ufunc) -> Primit
     return prim
 
 
-cumsum_p = _cumulative("cumsum", np.cumsum, np.add)
+cumsum_p = _cumulative("cumsum", np.cumsum, np.add, "cumulative_sum")
 d.deflinear(cumsum_p)
 transpose_rules[cumsum_p] = lambda ct, x, *, axis, reverse: [cumsum(ct, axis=axis, reverse=not reverse)]
 
-cumprod_p = _cumulative("cumprod", np.cumprod, np.multiply)
+cumprod_p = _cumulative("cumprod", np.cumprod, np.multiply, "cumulative_prod")
 
 
 def _cumprod_jvp(primals: list[Any], tangents: list[Any], *, axis: int, reverse: bool) -> tuple[Any, Any]:
@@ -391,75 +434,3 @@ argmax: Callable[..., Any] = argmax_p.bind
 argmin: Callable[..., Any] = argmin_p.bind
 cumsum: Callable[..., Any] = cumsum_p.bind
 cumprod: Callable[..., Any] = cumprod_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# Each in the dtype NumPy's primitive gives, which the standard's functions do
-# not always: its sum of int32 may be int32, and it neither sums nor orders
-# booleans. Booleans are therefore cast (to the aval's integer dtype for sums
-# and products, to uint8 for an argmax), or reduced with any/all (max/min).
-
-
-def _library_reduction(prim: Primitive, name: str) -> None:
-    """`library_rules[prim]`: the standard's reduction `name` over `axes`."""
-
-    def rule(lib: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
-        xp = lib.xp
-        dtype = prim.abstract_eval(get_aval(x), axes=axes).dtype
-        if name in ("sum", "prod"):
-            return getattr(xp, name)(lib.asarray(x, dtype), axis=axes, dtype=lib.dtype(dtype))
-        x = lib.asarray(x)
-        if dtype.kind == "b" and name in ("max", "min"):
-            return (xp.any if name == "max" else xp.all)(x, axis=axes)
-        return getattr(xp, name)(x, axis=axes)
-
-    library_rules[prim] = rule
-
-
-for _prim, _name in ((reduce_sum_p, "sum"), (reduce_max_p, "max"), (reduce_min_p, "min"),
-                     (reduce_prod_p, "prod"), (reduce_and_p, "all"), (reduce_or_p, "any")):
-    _library_reduction(_prim, _name)
-
-
-def _library_two_norm(lib: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
-    # sqrt(sum |x|^2), the formula of the NumPy impl (numpy.linalg.norm's, integers as float64).
-    xp = lib.xp
-    complex_ = get_aval(x).dtype.kind == "c"
-    x = lib.asarray(x, None if complex_ else _two_norm_aval(get_aval(x), axes=axes).dtype)
-    if complex_:
-        re, im = xp.real(x), xp.imag(x)
-        squares = re * re + im * im
-    else:
-        squares = x * x
-    return xp.sqrt(xp.sum(squares, axis=axes))
-
-
-def _library_index_reduction(name: str) -> Callable[..., Any]:
-    def rule(lib: Any, x: Any, *, axis: int) -> Any:
-        x = lib.asarray(x, np.dtype(np.uint8) if get_aval(x).dtype.kind == "b" else None)
-        return lib.asarray(getattr(lib.xp, name)(x, axis=axis), indexing.INDEX_DTYPE)
-
-    return rule
-
-
-def _library_cumulative(prim: Primitive, name: str) -> None:
-    """`library_rules[prim]`: the standard's `name` along `axis`; from the end
-    (`reverse`) by flipping before and after."""
-
-    def rule(lib: Any, x: Any, *, axis: int, reverse: bool) -> Any:
-        xp = lib.xp
-        dtype = prim.abstract_eval(get_aval(x), axis=axis, reverse=reverse).dtype
-        x = lib.asarray(x, dtype)
-        if reverse:
-            x = xp.flip(x, axis=axis)
-        out = getattr(xp, name)(x, axis=axis, dtype=lib.dtype(dtype))
-        return xp.flip(out, axis=axis) if reverse else out
-
-    library_rules[prim] = rule
-
-
-library_rules[two_norm_p] = _library_two_norm
-library_rules[argmax_p] = _library_index_reduction("argmax")
-library_rules[argmin_p] = _library_index_reduction("argmin")
-_library_cumulative(cumsum_p, "cumulative_sum")
-_library_cumulative(cumprod_p, "cumulative_prod")

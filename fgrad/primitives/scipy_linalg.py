@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, numpy_only
 from ..core.optional import require
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
@@ -117,7 +117,39 @@ def _triangular_solve_impl(a: Any, b: Any, *, lower: bool, trans: int, unit_diag
     return np.asarray(out, aval.dtype)
 
 
-triangular_solve_p = Primitive("triangular_solve", _triangular_solve_impl, _triangular_solve_aval)
+# --- the implementation on a namespace -------------------------------------------------
+# triangular_solve through the standard's linalg.solve, given an upper
+# triangular matrix: LU with partial pivoting then neither pivots nor
+# eliminates, and its solve is the back substitution of SciPy's. A lower one
+# is turned upper by reversing rows and columns. lu_factor, its pivots and
+# expm have no standard composition of SciPy's accuracy: no rule.
+
+
+def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, trans: int,
+                              unit_diagonal: bool) -> Any:
+    dtype = _triangular_solve_aval(
+        get_aval(a), get_aval(b), lower=lower, trans=trans, unit_diagonal=unit_diagonal
+    ).dtype
+    a, b = cast(xp, a, dtype), cast(xp, b, dtype)
+    t = decompositions.triangle(xp, a, lower, diagonal=not unit_diagonal)
+    if unit_diagonal:
+        t = t + xp.eye(a.shape[-1], dtype=t.dtype)
+    if trans:
+        t = xp.matrix_transpose(t)
+        if trans == 2 and xp.isdtype(t.dtype, "complex floating"):
+            t = xp.conj(t)
+    solve = decompositions.linalg_function(xp, triangular_solve_p, "solve")
+    if lower == (trans == 0):  # a lower triangular system: reversed, an upper one
+        flipped = decompositions.each_matrix(
+            xp, solve, xp.flip(t, axis=(-2, -1)), xp.flip(b, axis=-2)
+        )
+        return xp.flip(flipped, axis=-2)
+    return decompositions.each_matrix(xp, solve, t, b)
+
+
+triangular_solve_p = Primitive(
+    "triangular_solve", _triangular_solve, _triangular_solve_aval, numpy=_triangular_solve_impl
+)
 
 
 def _op(a: Any, trans: int) -> Any:
@@ -188,7 +220,9 @@ def _pivots_impl(piv: Any, *, size: int) -> np.ndarray:
     return rows.reshape((*lead, size))
 
 
-pivots_to_permutation_p = Primitive("pivots_to_permutation", _pivots_impl, _pivots_aval)
+pivots_to_permutation_p = Primitive(
+    "pivots_to_permutation", numpy_only("pivots_to_permutation", _pivots_impl), _pivots_aval
+)
 d.defnojvp(pivots_to_permutation_p)
 
 
@@ -235,7 +269,9 @@ def _lu_factor_impl(a: Any) -> list[np.ndarray]:
     return [np.asarray(lu, lu_aval.dtype), np.asarray(piv, np.int32)]
 
 
-lu_factor_p = Primitive("lu_factor", _lu_factor_impl, _lu_factor_aval, multiple_results=True)
+lu_factor_p = Primitive(
+    "lu_factor", numpy_only("lu_factor", _lu_factor_impl), _lu_factor_aval, multiple_results=True
+)
 
 
 def _rows(x: Any, start: int, stop: int | None, columns: bool = False) -> Any:
@@ -311,7 +347,7 @@ def _expm_impl(a: Any) -> np.ndarray:
     return np.asarray(_scipy_linalg().expm(a), aval.dtype)
 
 
-expm_p = Primitive("expm", _expm_impl, _expm_aval)
+expm_p = Primitive("expm", numpy_only("expm", _expm_impl), _expm_aval)
 
 
 def _expm_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
@@ -344,7 +380,7 @@ def _expm_frechet_impl(a: Any, e: Any) -> np.ndarray:
     return np.asarray(out, aval.dtype)  # SciPy computes in double precision
 
 
-expm_frechet_p = Primitive("expm_frechet", _expm_frechet_impl, _expm_frechet_aval)
+expm_frechet_p = Primitive("expm_frechet", numpy_only("expm_frechet", _expm_frechet_impl), _expm_frechet_aval)
 
 
 def _block_upper(a: Any, e: Any) -> Any:
@@ -387,37 +423,3 @@ batching.defbatch_matrix_stacks(expm_frechet_p)
 
 expm: Callable[..., Any] = expm_p.bind
 expm_frechet: Callable[..., Any] = expm_frechet_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# triangular_solve through the standard's linalg.solve, given an upper
-# triangular matrix: LU with partial pivoting then neither pivots nor
-# eliminates, and its solve is the back substitution of SciPy's. A lower one
-# is turned upper by reversing rows and columns. lu_factor, its pivots and
-# expm have no standard composition of SciPy's accuracy: no rule.
-
-
-def _library_triangular_solve(lib: Any, a: Any, b: Any, *, lower: bool, trans: int,
-                              unit_diagonal: bool) -> Any:
-    xp = lib.xp
-    dtype = _triangular_solve_aval(
-        get_aval(a), get_aval(b), lower=lower, trans=trans, unit_diagonal=unit_diagonal
-    ).dtype
-    a, b = lib.asarray(a, dtype), lib.asarray(b, dtype)
-    t = decompositions.triangle(lib, a, lower, diagonal=not unit_diagonal)
-    if unit_diagonal:
-        t = t + xp.eye(a.shape[-1], dtype=t.dtype)
-    if trans:
-        t = xp.matrix_transpose(t)
-        if trans == 2 and xp.isdtype(t.dtype, "complex floating"):
-            t = xp.conj(t)
-    solve = decompositions.linalg_function(lib, triangular_solve_p, "solve")
-    if lower == (trans == 0):  # a lower triangular system: reversed, an upper one
-        flipped = decompositions.each_matrix(
-            lib, solve, xp.flip(t, axis=(-2, -1)), xp.flip(b, axis=-2)
-        )
-        return xp.flip(flipped, axis=-2)
-    return decompositions.each_matrix(lib, solve, t, b)
-
-
-library_rules[triangular_solve_p] = _library_triangular_solve

@@ -94,9 +94,11 @@ def _scipy_impl(name: str, complex_input: bool = False) -> Callable[..., Any]:
     return impl
 
 
-def _scipy_primitive(name: str, *factors: ew.Factor) -> Primitive:
-    """An elementwise primitive computed by scipy.special.`name`, with the derivative factors given."""
-    return ew.elementwise(name, _scipy_impl(name), *factors)
+def _scipy_primitive(name: str, *factors: ew.Factor, xp: Callable[..., Any] | None = None) -> Primitive:
+    """An elementwise primitive computed by scipy.special.`name`, with the
+    derivative factors given; on other namespaces by `xp` (in float64), else
+    block by block where the library computes so (Dask)."""
+    return ew.elementwise(name, _scipy_impl(name), *factors, xp=xp, cast="float64")
 
 
 def _no_derivative(
@@ -609,8 +611,26 @@ def _kl_div_dy(ans: Any, x: Any, y: Any) -> Any:
     return ew.where(inside, ew.sub(1.0, ew.div(safe_x, safe_y)), ew.where(at_zero, 1.0, 0.0))
 
 
-rel_entr_p = _scipy_primitive("rel_entr", lambda ans, x, y: _rel_entr_dx(ans, x, y, 1.0), _rel_entr_dy)
-kl_div_p = _scipy_primitive("kl_div", lambda ans, x, y: _rel_entr_dx(ans, x, y, 0.0), _kl_div_dy)
+# On other namespaces, rel_entr and kl_div are compositions of the standard's functions (SciPy's
+# cases, in float64); the others run block by block on Dask as elementwise
+# primitives, and raise NotImplementedError on other libraries.
+
+
+def _rel_entr_on(xp: Any, x: Any, y: Any, kl: bool = False) -> Any:
+    inside = (x > 0) & (y > 0)
+    safe_x, safe_y = xp.where(inside, x, xp.ones_like(x)), xp.where(inside, y, xp.ones_like(y))
+    value = safe_x * xp.log(safe_x / safe_y)
+    if kl:
+        value = value - safe_x + safe_y
+    at_zero = y if kl else xp.zeros_like(y)  # where x == 0 and y >= 0
+    out = xp.where(inside, value, xp.where((x == 0) & (y >= 0), at_zero, xp.full_like(value, math.inf)))
+    return xp.where(xp.isnan(x) | xp.isnan(y), x + y, out)
+
+
+rel_entr_p = _scipy_primitive("rel_entr", lambda ans, x, y: _rel_entr_dx(ans, x, y, 1.0), _rel_entr_dy,
+                              xp=_rel_entr_on)
+kl_div_p = _scipy_primitive("kl_div", lambda ans, x, y: _rel_entr_dx(ans, x, y, 0.0), _kl_div_dy,
+                            xp=lambda xp, x, y: _rel_entr_on(xp, x, y, kl=True))
 
 
 # --- erf and erfc of complex numbers: holomorphic ------------------------------------------
@@ -657,24 +677,3 @@ rel_entr: Callable[..., Any] = rel_entr_p.bind
 kl_div: Callable[..., Any] = kl_div_p.bind
 erf_complex: Callable[..., Any] = erf_complex_p.bind
 erfc_complex: Callable[..., Any] = erfc_complex_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# rel_entr and kl_div are compositions of the standard's functions (SciPy's
-# cases, in float64); the others run block by block on Dask as elementwise
-# primitives, and raise NotImplementedError on other libraries.
-
-
-def _library_rel_entr(xp: Any, x: Any, y: Any, kl: bool) -> Any:
-    inside = (x > 0) & (y > 0)
-    safe_x, safe_y = xp.where(inside, x, xp.ones_like(x)), xp.where(inside, y, xp.ones_like(y))
-    value = safe_x * xp.log(safe_x / safe_y)
-    if kl:
-        value = value - safe_x + safe_y
-    at_zero = y if kl else xp.zeros_like(y)  # where x == 0 and y >= 0
-    out = xp.where(inside, value, xp.where((x == 0) & (y >= 0), at_zero, xp.full_like(value, math.inf)))
-    return xp.where(xp.isnan(x) | xp.isnan(y), x + y, out)
-
-
-sp.library_rule_in_float64(rel_entr_p, lambda xp, x, y: _library_rel_entr(xp, x, y, kl=False))
-sp.library_rule_in_float64(kl_div_p, lambda xp, x, y: _library_rel_entr(xp, x, y, kl=True))

@@ -1,6 +1,9 @@
 """Primitives that move data without arithmetic: reshape, transpose,
 broadcast_to, concatenate.
 
+Each is the namespace's function (the Array API's reshape, permute_dims,
+broadcast_to, concat); NumPy's arrays take their methods, or for small
+broadcasts a filled array, which cost less than the functions' wrappers.
 All are linear, so each jvp is the primitive itself on the tangent and
 each transpose is the inverse movement (for broadcast_to, a sum; for
 concatenate, slices).
@@ -15,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast, is_dask
 from ..core.rules import batch_rules, emit_rules, transpose_rules, unroll_rules
 from ..core.trace import Primitive
 from ..ir.unroll import movement_rule
@@ -51,14 +54,28 @@ def _reshape_aval(x: ShapedArray, *, new_shape: tuple[int, ...]) -> ShapedArray:
     return ShapedArray(new_shape, x.dtype)
 
 
-def _reshape_impl(x: Any, *, new_shape: tuple[int, ...]) -> Any:
+def _reshape(xp: Any, x: Any, *, new_shape: tuple[int, ...]) -> Any:
+    """Dask reshapes by merging or splitting adjacent axes only ((6, 4) to
+    (2, 3, 4), not (2, 3) to (3, 2), which raises NotImplementedError): any
+    other reshape merges all axes, then splits them, the chunks of the
+    leading axes kept."""
+    x = cast(xp, x)
+    if not is_dask(xp):
+        return xp.reshape(x, new_shape)
+    try:
+        return xp.reshape(x, new_shape)
+    except NotImplementedError:
+        return xp.reshape(xp.reshape(x, (-1,)), new_shape)
+
+
+def _reshape_numpy(x: Any, *, new_shape: tuple[int, ...]) -> Any:
     try:
         return x.reshape(new_shape)  # the method: far cheaper than numpy.reshape's wrapper
     except AttributeError:  # a Python scalar
         return np.reshape(x, new_shape)
 
 
-reshape_p = Primitive("reshape", _reshape_impl, _reshape_aval)
+reshape_p = Primitive("reshape", _reshape, _reshape_aval, numpy=_reshape_numpy)
 d.deflinear(reshape_p)
 transpose_rules[reshape_p] = lambda ct, x, *, new_shape: [reshape(ct, new_shape=x.aval.shape)]
 
@@ -77,14 +94,17 @@ def _transpose_aval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
     return ShapedArray(tuple(x.shape[a] for a in axes), x.dtype)
 
 
-def _transpose_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
+def _transpose_numpy(x: Any, *, axes: tuple[int, ...]) -> Any:
     try:
         return x.transpose(axes)  # the method: cheaper than numpy.transpose's wrapper
     except AttributeError:  # a Python scalar
         return np.transpose(x, axes)
 
 
-transpose_p = Primitive("transpose", _transpose_impl, _transpose_aval)
+transpose_p = Primitive(
+    "transpose", lambda xp, x, *, axes: xp.permute_dims(cast(xp, x), axes), _transpose_aval,
+    numpy=_transpose_numpy,
+)
 
 
 def _transpose_emit(args: list[str], avals: list[ShapedArray], *, axes: tuple[int, ...]) -> str | None:
@@ -112,7 +132,7 @@ def _broadcast_to_aval(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray
     return ShapedArray(shape, x.dtype)
 
 
-def _broadcast_to_impl(x: Any, *, shape: tuple[int, ...]) -> Any:
+def _broadcast_to_numpy(x: Any, *, shape: tuple[int, ...]) -> Any:
     # A broadcast view costs no memory but ~3 us to set up; below a few
     # thousand elements filling a new array is cheaper.
     if math.prod(shape) <= 4096:
@@ -122,7 +142,10 @@ def _broadcast_to_impl(x: Any, *, shape: tuple[int, ...]) -> Any:
     return np.broadcast_to(x, shape)
 
 
-broadcast_to_p = Primitive("broadcast_to", _broadcast_to_impl, _broadcast_to_aval)
+broadcast_to_p = Primitive(
+    "broadcast_to", lambda xp, x, *, shape: xp.broadcast_to(cast(xp, x), shape), _broadcast_to_aval,
+    numpy=_broadcast_to_numpy,
+)
 d.deflinear(broadcast_to_p)
 transpose_rules[broadcast_to_p] = lambda ct, x, *, shape: [d.unbroadcast(ct, x.aval)]
 
@@ -172,8 +195,14 @@ def _concatenate_transpose(ct: Any, *xs: Any, axis: int) -> list[Any]:
     return cts
 
 
+def _concatenate(xp: Any, *xs: Any, axis: int) -> Any:
+    # In NumPy's common dtype: the standard does not promote across kinds.
+    dtype = _concatenate_aval(*(get_aval(x) for x in xs), axis=axis).dtype
+    return xp.concat([cast(xp, x, dtype) for x in xs], axis=axis)
+
+
 concatenate_p = Primitive(
-    "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), _concatenate_aval
+    "concatenate", _concatenate, _concatenate_aval, numpy=lambda *xs, axis: np.concatenate(xs, axis=axis)
 )
 d.deflinear(concatenate_p)
 transpose_rules[concatenate_p] = _concatenate_transpose
@@ -191,36 +220,3 @@ concatenate: _Concatenate = concatenate_p.bind
 
 for _p in (reshape_p, transpose_p, broadcast_to_p, concatenate_p):
     unroll_rules[_p] = movement_rule(_p)
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-
-
-
-def _library_reshape(lib: Any, x: Any, *, new_shape: tuple[int, ...]) -> Any:
-    """Dask reshapes by merging or splitting adjacent axes only ((6, 4) to
-    (2, 3, 4), not (2, 3) to (3, 2), which raises NotImplementedError): any
-    other reshape merges all axes, then splits them, the chunks of the
-    leading axes kept."""
-    xp = lib.xp
-    x = lib.asarray(x)
-    if lib.name != "dask.array":
-        return xp.reshape(x, new_shape)
-    try:
-        return xp.reshape(x, new_shape)
-    except NotImplementedError:
-        return xp.reshape(xp.reshape(x, (-1,)), new_shape)
-
-
-library_rules[reshape_p] = _library_reshape
-library_rules[transpose_p] = lambda lib, x, *, axes: lib.xp.permute_dims(lib.asarray(x), axes)
-library_rules[broadcast_to_p] = lambda lib, x, *, shape: lib.xp.broadcast_to(lib.asarray(x), shape)
-
-
-def _library_concatenate(lib: Any, *xs: Any, axis: int) -> Any:
-    # In NumPy's common dtype: the standard does not promote across kinds.
-    dtype = _concatenate_aval(*(get_aval(x) for x in xs), axis=axis).dtype
-    return lib.xp.concat([lib.asarray(x, dtype) for x in xs], axis=axis)
-
-
-library_rules[concatenate_p] = _library_concatenate

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast
 from ..core.rules import batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching, indexing, shapes
@@ -42,7 +42,71 @@ def _sort_impl(x: Any, *, axis: int) -> Any:
     return out
 
 
-sort_p = Primitive("sort", _sort_impl, _sort_aval)
+# --- the implementations on a namespace ---------------------------------------------------
+# The standard's sort and argsort (stable, NaN last as NumPy's where the library
+# computes with NumPy). It orders real numbers only: booleans are sorted as
+# uint8. argpartition is a full stable argsort, which is one of the
+# arrangements a partition allows (NumPy leaves the order within each part
+# unspecified).
+
+
+def _sortable(xp: Any, x: Any, dtype: np.dtype | None = None) -> Any:
+    """`x` (in `dtype`, if given) as an array the standard sorts."""
+    dtype = get_aval(x).dtype if dtype is None else dtype
+    return cast(xp, x, np.dtype(np.uint8) if dtype.kind == "b" else dtype)
+
+
+def _argsort(xp: Any, x: Any, *, axis: int) -> Any:
+    red.check_axes(get_aval(x), (axis,))
+    return cast(xp, xp.argsort(_sortable(xp, x), axis=axis, stable=True), indexing.INDEX_DTYPE)
+
+
+def _sort(xp: Any, x: Any, *, axis: int) -> Any:
+    dtype = _sort_aval(get_aval(x), axis=axis).dtype
+    return cast(xp, xp.sort(_sortable(xp, x), axis=axis, stable=True), dtype)
+
+
+def _argpartition(xp: Any, x: Any, *, kth: tuple[int, ...], axis: int) -> Any:
+    _argpartition_aval(get_aval(x), kth=kth, axis=axis)
+    return _argsort(xp, x, axis=axis)
+
+
+def _take_along_axis(xp: Any, x: Any, indices: Any, axis: int) -> Any:
+    """The standard's take_along_axis, or for a library without it (Dask) the
+    same elements taken from the flattened array: an element's flat position
+    is its index along `axis` times that axis's stride, plus the position of
+    its line."""
+    native = getattr(xp, "take_along_axis", None)
+    if native is not None:
+        return native(x, indices, axis=axis)
+    shape = get_aval(x).shape
+    stride = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    lines = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    lines = lines[(slice(None),) * axis + (slice(0, 1),)]  # each line's first position
+    positions = cast(xp, lines, indexing.INDEX_DTYPE) + cast(xp, indices, indexing.INDEX_DTYPE) * stride
+    return indexing.library_take(xp, x, positions)
+
+
+def _sort_by_key(xp: Any, keys: Any, values: Any, *, axis: int) -> Any:
+    dtype = _sort_by_key_aval(get_aval(keys), get_aval(values), axis=axis).dtype
+    order = xp.argsort(_sortable(xp, keys), axis=axis, stable=True)
+    return _take_along_axis(xp, cast(xp, values, dtype), order, axis)
+
+
+def _searchsorted(xp: Any, a: Any, v: Any, *, side: str) -> Any:
+    # Both in NumPy's common dtype, in which NumPy compares them. A 0-d `v` is
+    # looked up as a 1-d one: Dask's blocks would write into NumPy's scalar
+    # result.
+    shape = _searchsorted_aval(get_aval(a), get_aval(v), side=side).shape
+    dtype = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
+    v = _sortable(xp, v, dtype)
+    if not shape:
+        return xp.reshape(_searchsorted(xp, a, xp.reshape(v, (1,)), side=side), ())
+    found = xp.searchsorted(_sortable(xp, a, dtype), v, side=side)
+    return cast(xp, found, indexing.INDEX_DTYPE)
+
+
+sort_p = Primitive("sort", _sort, _sort_aval, numpy=_sort_impl)
 
 
 def _sort_jvp(primals: list[Any], tangents: list[Any], *, axis: int) -> tuple[Any, Any]:
@@ -59,7 +123,8 @@ def _argsort_aval(x: ShapedArray, *, axis: int) -> ShapedArray:
 
 
 argsort_p = Primitive(
-    "argsort", lambda x, *, axis: np.asarray(x).argsort(axis=axis, kind="stable"), _argsort_aval
+    "argsort", _argsort, _argsort_aval,
+    numpy=lambda x, *, axis: np.asarray(x).argsort(axis=axis, kind="stable"),
 )
 d.defnojvp(argsort_p)
 
@@ -86,7 +151,8 @@ def _argpartition_aval(x: ShapedArray, *, kth: tuple[int, ...], axis: int) -> Sh
 
 
 argpartition_p = Primitive(
-    "argpartition", lambda x, *, kth, axis: np.asarray(x).argpartition(kth, axis=axis), _argpartition_aval
+    "argpartition", _argpartition, _argpartition_aval,
+    numpy=lambda x, *, kth, axis: np.asarray(x).argpartition(kth, axis=axis),
 )
 d.defnojvp(argpartition_p)
 
@@ -116,7 +182,7 @@ def _sort_by_key_impl(keys: Any, values: Any, *, axis: int) -> Any:
     return np.take_along_axis(np.asarray(values), order, axis=axis)
 
 
-sort_by_key_p = Primitive("sort_by_key", _sort_by_key_impl, _sort_by_key_aval)
+sort_by_key_p = Primitive("sort_by_key", _sort_by_key, _sort_by_key_aval, numpy=_sort_by_key_impl)
 
 
 def _sort_by_key_jvp(primals: list[Any], tangents: list[Any], *, axis: int) -> tuple[Any, Any]:
@@ -161,7 +227,8 @@ def _searchsorted_aval(a: ShapedArray, v: ShapedArray, *, side: str) -> ShapedAr
 
 
 searchsorted_p = Primitive(
-    "searchsorted", lambda a, v, *, side: np.asarray(a).searchsorted(v, side=side), _searchsorted_aval
+    "searchsorted", _searchsorted, _searchsorted_aval,
+    numpy=lambda a, v, *, side: np.asarray(a).searchsorted(v, side=side),
 )
 d.defnojvp(searchsorted_p)
 
@@ -194,75 +261,3 @@ argsort: Callable[..., Any] = argsort_p.bind
 argpartition: Callable[..., Any] = argpartition_p.bind
 sort_by_key: Callable[..., Any] = sort_by_key_p.bind
 searchsorted: Callable[..., Any] = searchsorted_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The standard's sort and argsort (stable, NaN last as NumPy's where the library
-# computes with NumPy). It orders real numbers only: booleans are sorted as
-# uint8. argpartition is a full stable argsort, which is one of the
-# arrangements a partition allows (NumPy leaves the order within each part
-# unspecified).
-
-
-def _sortable(lib: Any, x: Any, dtype: np.dtype | None = None) -> Any:
-    """`x` (in `dtype`, if given) as an array the standard sorts."""
-    dtype = get_aval(x).dtype if dtype is None else dtype
-    return lib.asarray(x, np.dtype(np.uint8) if dtype.kind == "b" else dtype)
-
-
-def _library_argsort(lib: Any, x: Any, *, axis: int) -> Any:
-    red.check_axes(get_aval(x), (axis,))
-    return lib.asarray(lib.xp.argsort(_sortable(lib, x), axis=axis, stable=True), indexing.INDEX_DTYPE)
-
-
-def _library_sort(lib: Any, x: Any, *, axis: int) -> Any:
-    dtype = _sort_aval(get_aval(x), axis=axis).dtype
-    return lib.asarray(lib.xp.sort(_sortable(lib, x), axis=axis, stable=True), dtype)
-
-
-def _library_argpartition(lib: Any, x: Any, *, kth: tuple[int, ...], axis: int) -> Any:
-    _argpartition_aval(get_aval(x), kth=kth, axis=axis)
-    return _library_argsort(lib, x, axis=axis)
-
-
-def _take_along_axis(lib: Any, x: Any, indices: Any, axis: int) -> Any:
-    """The standard's take_along_axis, or for a library without it (Dask) the
-    same elements taken from the flattened array: an element's flat position
-    is its index along `axis` times that axis's stride, plus the position of
-    its line."""
-    native = getattr(lib.xp, "take_along_axis", None)
-    if native is not None:
-        return native(x, indices, axis=axis)
-    shape = get_aval(x).shape
-    stride = int(np.prod(shape[axis + 1:], dtype=np.int64))
-    lines = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
-    lines = lines[(slice(None),) * axis + (slice(0, 1),)]  # each line's first position
-    positions = lib.asarray(lines, indexing.INDEX_DTYPE) + lib.asarray(indices, indexing.INDEX_DTYPE) * stride
-    return indexing.library_take(lib, x, positions)
-
-
-def _library_sort_by_key(lib: Any, keys: Any, values: Any, *, axis: int) -> Any:
-    dtype = _sort_by_key_aval(get_aval(keys), get_aval(values), axis=axis).dtype
-    order = lib.xp.argsort(_sortable(lib, keys), axis=axis, stable=True)
-    return _take_along_axis(lib, lib.asarray(values, dtype), order, axis)
-
-
-def _library_searchsorted(lib: Any, a: Any, v: Any, *, side: str) -> Any:
-    # Both in NumPy's common dtype, in which NumPy compares them. A 0-d `v` is
-    # looked up as a 1-d one: Dask's blocks would write into NumPy's scalar
-    # result.
-    xp = lib.xp
-    shape = _searchsorted_aval(get_aval(a), get_aval(v), side=side).shape
-    dtype = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
-    v = _sortable(lib, v, dtype)
-    if not shape:
-        return xp.reshape(_library_searchsorted(lib, a, xp.reshape(v, (1,)), side=side), ())
-    found = xp.searchsorted(_sortable(lib, a, dtype), v, side=side)
-    return lib.asarray(found, indexing.INDEX_DTYPE)
-
-
-library_rules[sort_p] = _library_sort
-library_rules[argsort_p] = _library_argsort
-library_rules[argpartition_p] = _library_argpartition
-library_rules[sort_by_key_p] = _library_sort_by_key
-library_rules[searchsorted_p] = _library_searchsorted

@@ -25,14 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.avals import get_aval
-from ..core.libraries import library_rules
-from ..core.trace import Primitive
 from . import elementwise as ew
 
 __all__ = [
     "erf", "erfc", "erf_inv", "lgamma", "digamma", "polygamma", "logistic", "logit", "xlogy", "xlog1py",
-    "entr", "library_rule_in_float64",
+    "entr",
 ]
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -534,6 +531,42 @@ def _entr_factor(ans: Any, x: Any) -> Any:
     return ew.where(ew.lt(x, 0), 0.0, ew.neg(ew.add(ew.log(x), 1.0)))
 
 
+# --- on other namespaces -------------------------------------------------------------
+# The functions the standard can compose faithfully are composed of the
+# standard's: the
+# kernels above, written with the standard's functions, in float64 like the
+# NumPy implementations, the result cast to SciPy's dtype. The others (erf,
+# lgamma, ...) have no standard composition of their accuracy: as elementwise
+# primitives they run block by block on Dask (`core.libraries.numpy_blockwise`), and other
+# libraries raise NotImplementedError.
+
+
+def _logistic_on(xp: Any, x: Any) -> Any:
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, xp.ones_like(x), e) / (1.0 + e)
+
+
+def _logit_on(xp: Any, p: Any) -> Any:
+    middle = xp.abs(p - 0.5) <= 0.25
+    return xp.where(middle, xp.log1p((2.0 * p - 1.0) / (1.0 - p)), xp.log(p / (1.0 - p)))
+
+
+def _x_times(log_name: str) -> Callable[..., Any]:
+    """x * log(y) (or log1p), 0 where x == 0 and y is not nan (SciPy's xlogy, xlog1py)."""
+
+    def kernel(xp: Any, x: Any, y: Any) -> Any:
+        return xp.where((x == 0) & ~xp.isnan(y), xp.zeros_like(x), x * getattr(xp, log_name)(y))
+
+    return kernel
+
+
+def _entr_on(xp: Any, x: Any) -> Any:
+    positive = x > 0
+    inside = -x * xp.log(xp.where(positive, x, xp.ones_like(x)))
+    outside = xp.where(x < 0, xp.full_like(x, -math.inf), xp.where(x == 0, xp.zeros_like(x), x))
+    return xp.where(positive, inside, outside)
+
+
 erf_p = ew.elementwise("erf", _unary_impl("erf", _erf_kernel, _float32_loop, math.erf), _erf_factor)
 erfc_p = ew.elementwise(
     "erfc", _unary_impl("erfc", _erfc_kernel, _float32_loop, math.erfc),
@@ -556,22 +589,24 @@ polygamma_p = ew.elementwise(
 )
 logistic_p = ew.elementwise(
     "logistic", _unary_impl("expit", _logistic_kernel, _float32_loop),
-    lambda ans, x: ew.mul(ans, ew.sub(1.0, ans)),
+    lambda ans, x: ew.mul(ans, ew.sub(1.0, ans)), xp=_logistic_on, cast="float64",
 )
 logit_p = ew.elementwise(
     "logit", _unary_impl("logit", _logit_kernel, _float32_loop),
-    lambda ans, x: ew.div(1.0, ew.mul(x, ew.sub(1.0, x))),
+    lambda ans, x: ew.div(1.0, ew.mul(x, ew.sub(1.0, x))), xp=_logit_on, cast="float64",
 )
-entr_p = ew.elementwise("entr", _unary_impl("entr", _entr_kernel, _float32_promotion), _entr_factor)
+entr_p = ew.elementwise(
+    "entr", _unary_impl("entr", _entr_kernel, _float32_promotion), _entr_factor, xp=_entr_on, cast="float64"
+)
 xlogy_p = ew.elementwise(
     "xlogy", _binary_impl("xlogy", _xlogy_kernel),
     lambda ans, x, y: ew.log(y),
-    lambda ans, x, y: ew.div(x, _nonzero_where_x(x, y)),
+    lambda ans, x, y: ew.div(x, _nonzero_where_x(x, y)), xp=_x_times("log"), cast="float64",
 )
 xlog1py_p = ew.elementwise(
     "xlog1py", _binary_impl("xlog1py", _xlog1py_kernel),
     lambda ans, x, y: xlog1py(1.0, y),  # log1p(y)
-    lambda ans, x, y: ew.div(x, _nonzero_where_x(x, ew.add(y, 1.0))),
+    lambda ans, x, y: ew.div(x, _nonzero_where_x(x, ew.add(y, 1.0))), xp=_x_times("log1p"), cast="float64",
 )
 
 
@@ -588,57 +623,3 @@ logit: Callable[..., Any] = logit_p.bind
 xlogy: Callable[..., Any] = xlogy_p.bind
 xlog1py: Callable[..., Any] = xlog1py_p.bind
 entr: Callable[..., Any] = entr_p.bind
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The functions the standard can compose faithfully get a library rule: the
-# kernels above, written with the standard's functions, in float64 like the
-# NumPy implementations, the result cast to SciPy's dtype. The others (erf,
-# lgamma, ...) have no standard composition of their accuracy: as elementwise
-# primitives they run block by block on Dask (`elementwise_impls`), and other
-# libraries raise NotImplementedError.
-
-
-def library_rule_in_float64(prim: Primitive, kernel: Callable[..., Any]) -> None:
-    """`library_rules[prim]`: `kernel(xp, *operands)` on the operands in float64
-    (broadcast as the standard broadcasts), cast to the primitive's dtype."""
-
-    def rule(lib: Any, *args: Any) -> Any:
-        dtype = prim.abstract_eval(*(get_aval(a) for a in args)).dtype
-        f64 = np.dtype(np.float64)
-        return lib.asarray(kernel(lib.xp, *(lib.asarray(a, f64) for a in args)), dtype)
-
-    library_rules[prim] = rule
-
-
-def _library_logistic(xp: Any, x: Any) -> Any:
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, xp.ones_like(x), e) / (1.0 + e)
-
-
-def _library_logit(xp: Any, p: Any) -> Any:
-    middle = xp.abs(p - 0.5) <= 0.25
-    return xp.where(middle, xp.log1p((2.0 * p - 1.0) / (1.0 - p)), xp.log(p / (1.0 - p)))
-
-
-def _x_times(xp: Any, log_fn: Callable[[Any], Any]) -> Callable[..., Any]:
-    """x * log_fn(y), 0 where x == 0 and y is not nan (SciPy's xlogy, xlog1py)."""
-
-    def kernel(x: Any, y: Any) -> Any:
-        return xp.where((x == 0) & ~xp.isnan(y), xp.zeros_like(x), x * log_fn(y))
-
-    return kernel
-
-
-def _library_entr(xp: Any, x: Any) -> Any:
-    positive = x > 0
-    inside = -x * xp.log(xp.where(positive, x, xp.ones_like(x)))
-    outside = xp.where(x < 0, xp.full_like(x, -math.inf), xp.where(x == 0, xp.zeros_like(x), x))
-    return xp.where(positive, inside, outside)
-
-
-library_rule_in_float64(logistic_p, _library_logistic)
-library_rule_in_float64(logit_p, _library_logit)
-library_rule_in_float64(xlogy_p, lambda xp, x, y: _x_times(xp, xp.log)(x, y))
-library_rule_in_float64(xlog1py_p, lambda xp, x, y: _x_times(xp, xp.log1p)(x, y))
-library_rule_in_float64(entr_p, _library_entr)

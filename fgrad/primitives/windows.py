@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray, cached_aval, get_aval
-from ..core.libraries import library_rules
+from ..core.libraries import cast
 from ..core.rules import batch_rules, transpose_rules
 from ..core.trace import Primitive
 from . import batching
@@ -164,7 +164,89 @@ def _patches_impl(x: Any, *, axes: tuple[int, ...], window_dimensions: tuple[int
     return view[key]
 
 
-window_patches_p = Primitive("window_patches", _patches_impl, _patches_aval)
+# --- the implementation on a namespace -------------------------------------------------
+# The standard's functions only: dilation by stacking zeros beside each
+# element, padding by concatenating zeros, each window element a strided
+# slice, the patches stacked from them; folding places each window element's
+# cotangent back (dilated by the stride, padded into place) and sums.
+
+
+def _library_dilate_pad(xp: Any, x: Any, axes: tuple[int, ...], padding: Any, base_dilation: Any) -> Any:
+    for a, (lo, hi), bd in zip(axes, padding, base_dilation):
+        x = _library_dilate(xp, x, a, bd)
+        x = _library_pad(xp, x, a, lo, hi)
+    return x
+
+
+def _library_dilate(xp: Any, x: Any, axis: int, factor: int) -> Any:
+    n = x.shape[axis]
+    if factor == 1 or n == 0:
+        return x
+    holes = xp.zeros((*x.shape[:axis + 1], factor - 1, *x.shape[axis + 1:]), dtype=x.dtype)
+    x = xp.concat([xp.expand_dims(x, axis=axis + 1), holes], axis=axis + 1)
+    x = xp.reshape(x, (*x.shape[:axis], n * factor, *x.shape[axis + 2:]))
+    return _library_slice(xp, x, axis, 0, dilate_dim(n, factor))
+
+
+def _library_slice(xp: Any, x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, stop, step)
+    return x[tuple(index)]
+
+
+def _library_pad(xp: Any, x: Any, axis: int, lo: int, hi: int) -> Any:
+    n = x.shape[axis]
+    x = _library_slice(xp, x, axis, max(-lo, 0), n - max(-hi, 0))
+    parts = [x]
+    if lo > 0:
+        parts.insert(0, xp.zeros((*x.shape[:axis], lo, *x.shape[axis + 1:]), dtype=x.dtype))
+    if hi > 0:
+        parts.append(xp.zeros((*x.shape[:axis], hi, *x.shape[axis + 1:]), dtype=x.dtype))
+    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=axis)
+
+
+def _patches(xp: Any, x: Any, *, axes: tuple[int, ...], **params: Any) -> Any:
+    aval = _patches_aval(get_aval(x), axes=axes, **params)
+    x = cast(xp, x, aval.dtype)
+    if 0 in aval.shape:
+        return xp.zeros(aval.shape, dtype=x.dtype)
+    x = _library_dilate_pad(xp, x, axes, params["padding"], params["base_dilation"])
+    sizes = tuple(aval.shape[a] for a in axes)
+    windows = params["window_dimensions"]
+    elements = [x[_window_slices(x.ndim, axes, offset, sizes, params["window_strides"],
+                                 params["window_dilation"])]
+                for offset in itertools.product(*(range(w) for w in windows))]
+    stacked = xp.stack(elements, axis=-1)
+    return xp.reshape(stacked, aval.shape)
+
+
+def _fold(xp: Any, ct: Any, *, shape: tuple[int, ...], axes: tuple[int, ...], **params: Any) -> Any:
+    aval = _fold_aval(get_aval(ct), shape=shape, axes=axes, **params)
+    ct = cast(xp, ct, aval.dtype)
+    ndim = len(shape)
+    windows = params["window_dimensions"]
+    padded = [dilate_dim(shape[a], bd) + lo + hi
+              for a, (lo, hi), bd in zip(axes, params["padding"], params["base_dilation"])]
+    if 0 in ct.shape:
+        return xp.zeros(shape, dtype=ct.dtype)
+    flat = xp.reshape(ct, (*ct.shape[:ndim], math.prod(windows)))
+    total = flat[..., 0]  # replaced by the first element's part
+    for k, offset in enumerate(itertools.product(*(range(w) for w in windows))):
+        part = flat[..., k]
+        steps = zip(axes, offset, params["window_strides"], params["window_dilation"], padded)
+        for a, j, s, wd, size in steps:
+            part = _library_dilate(xp, part, a, s)
+            start = j * wd
+            part = _library_pad(xp, part, a, start, size - start - part.shape[a])
+        total = part if k == 0 else total + part
+    for a, (lo, hi), bd in zip(axes, params["padding"], params["base_dilation"]):
+        # undo the padding, then keep the positions of the elements (not the holes)
+        total = _library_pad(xp, total, a, -lo, -hi)
+        total = _library_slice(xp, total, a, 0, total.shape[a], bd)
+    return total
+
+
+window_patches_p = Primitive("window_patches", _patches, _patches_aval, numpy=_patches_impl)
 d.deflinear(window_patches_p)
 
 
@@ -199,7 +281,7 @@ def _fold_impl(ct: Any, *, shape: tuple[int, ...], axes: tuple[int, ...], window
     return buffer[where]
 
 
-window_fold_p = Primitive("window_fold", _fold_impl, _fold_aval)
+window_fold_p = Primitive("window_fold", _fold, _fold_aval, numpy=_fold_impl)
 d.deflinear(window_fold_p)
 
 window_patches: Callable[..., Any] = window_patches_p.bind
@@ -246,91 +328,3 @@ def patches_mask(shape: tuple[int, ...], axes: tuple[int, ...], **params: Any) -
     along the axes that are not windowed (it broadcasts against the patches)."""
     small = tuple(n if a in axes else 1 for a, n in enumerate(shape))
     return np.ascontiguousarray(_patches_impl(np.ones(small, bool), axes=axes, **params))
-
-
-# --- on other array libraries (core/libraries.py) ---------------------------------------
-# The standard's functions only: dilation by stacking zeros beside each
-# element, padding by concatenating zeros, each window element a strided
-# slice, the patches stacked from them; folding places each window element's
-# cotangent back (dilated by the stride, padded into place) and sums.
-
-
-def _library_dilate_pad(xp: Any, x: Any, axes: tuple[int, ...], padding: Any, base_dilation: Any) -> Any:
-    for a, (lo, hi), bd in zip(axes, padding, base_dilation):
-        x = _library_dilate(xp, x, a, bd)
-        x = _library_pad(xp, x, a, lo, hi)
-    return x
-
-
-def _library_dilate(xp: Any, x: Any, axis: int, factor: int) -> Any:
-    n = x.shape[axis]
-    if factor == 1 or n == 0:
-        return x
-    holes = xp.zeros((*x.shape[:axis + 1], factor - 1, *x.shape[axis + 1:]), dtype=x.dtype)
-    x = xp.concat([xp.expand_dims(x, axis=axis + 1), holes], axis=axis + 1)
-    x = xp.reshape(x, (*x.shape[:axis], n * factor, *x.shape[axis + 2:]))
-    return _library_slice(xp, x, axis, 0, dilate_dim(n, factor))
-
-
-def _library_slice(xp: Any, x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
-    index = [slice(None)] * x.ndim
-    index[axis] = slice(start, stop, step)
-    return x[tuple(index)]
-
-
-def _library_pad(xp: Any, x: Any, axis: int, lo: int, hi: int) -> Any:
-    n = x.shape[axis]
-    x = _library_slice(xp, x, axis, max(-lo, 0), n - max(-hi, 0))
-    parts = [x]
-    if lo > 0:
-        parts.insert(0, xp.zeros((*x.shape[:axis], lo, *x.shape[axis + 1:]), dtype=x.dtype))
-    if hi > 0:
-        parts.append(xp.zeros((*x.shape[:axis], hi, *x.shape[axis + 1:]), dtype=x.dtype))
-    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=axis)
-
-
-def _library_patches(lib: Any, x: Any, *, axes: tuple[int, ...], **params: Any) -> Any:
-    xp = lib.xp
-    aval = _patches_aval(get_aval(x), axes=axes, **params)
-    x = lib.asarray(x, aval.dtype)
-    if 0 in aval.shape:
-        return xp.zeros(aval.shape, dtype=x.dtype)
-    x = _library_dilate_pad(xp, x, axes, params["padding"], params["base_dilation"])
-    sizes = tuple(aval.shape[a] for a in axes)
-    windows = params["window_dimensions"]
-    elements = [x[_window_slices(x.ndim, axes, offset, sizes, params["window_strides"],
-                                 params["window_dilation"])]
-                for offset in itertools.product(*(range(w) for w in windows))]
-    stacked = xp.stack(elements, axis=-1)
-    return xp.reshape(stacked, aval.shape)
-
-
-def _library_fold(lib: Any, ct: Any, *, shape: tuple[int, ...], axes: tuple[int, ...], **params: Any) -> Any:
-    xp = lib.xp
-    aval = _fold_aval(get_aval(ct), shape=shape, axes=axes, **params)
-    ct = lib.asarray(ct, aval.dtype)
-    ndim = len(shape)
-    windows = params["window_dimensions"]
-    padded = [dilate_dim(shape[a], bd) + lo + hi
-              for a, (lo, hi), bd in zip(axes, params["padding"], params["base_dilation"])]
-    if 0 in ct.shape:
-        return xp.zeros(shape, dtype=ct.dtype)
-    flat = xp.reshape(ct, (*ct.shape[:ndim], math.prod(windows)))
-    total = flat[..., 0]  # replaced by the first element's part
-    for k, offset in enumerate(itertools.product(*(range(w) for w in windows))):
-        part = flat[..., k]
-        steps = zip(axes, offset, params["window_strides"], params["window_dilation"], padded)
-        for a, j, s, wd, size in steps:
-            part = _library_dilate(xp, part, a, s)
-            start = j * wd
-            part = _library_pad(xp, part, a, start, size - start - part.shape[a])
-        total = part if k == 0 else total + part
-    for a, (lo, hi), bd in zip(axes, params["padding"], params["base_dilation"]):
-        # undo the padding, then keep the positions of the elements (not the holes)
-        total = _library_pad(xp, total, a, -lo, -hi)
-        total = _library_slice(xp, total, a, 0, total.shape[a], bd)
-    return total
-
-
-library_rules[window_patches_p] = _library_patches
-library_rules[window_fold_p] = _library_fold

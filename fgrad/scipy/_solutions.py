@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.libraries import generic_impls
+from ..core.libraries import on_every_namespace
 from ..core.rules import UndefinedPrimal, batch_rules, jvp_rules, transpose_rules
 from ..core.trace import Primitive
 from ..primitives import batching
@@ -47,7 +47,7 @@ def _solution_aval(x: ShapedArray, success: ShapedArray, *, check: Convergence) 
     return x
 
 
-solution_p = Primitive("scipy_solution", lambda x, success, *, check: x, _solution_aval)
+solution_p = Primitive("scipy_solution", on_every_namespace(lambda x, success, *, check: x), _solution_aval)
 
 
 def _tangent_check_impl(t: Any, success: Any, *, check: Convergence) -> Any:
@@ -56,7 +56,7 @@ def _tangent_check_impl(t: Any, success: Any, *, check: Convergence) -> Any:
     return t
 
 
-tangent_check_p = Primitive("scipy_solution_tangent", _tangent_check_impl, _solution_aval)
+tangent_check_p = Primitive("scipy_solution_tangent", on_every_namespace(_tangent_check_impl), _solution_aval)
 
 
 def _solution_jvp(primals: list[Any], tangents: list[Any], *, check: Convergence) -> tuple[Any, Any]:
@@ -96,4 +96,3 @@ transpose_rules[tangent_check_p] = _tangent_check_transpose
 batch_rules[solution_p] = _pass_through_batch(solution_p)
 batch_rules[tangent_check_p] = _pass_through_batch(tangent_check_p)
 # SciPy solves on NumPy's arrays: another library's raises NotImplementedError (no rule for it).
-generic_impls.update((solution_p, tangent_check_p))

@@ -44,6 +44,7 @@ from .. import numpy as fnp
 from ..api.transformations import grad, jvp, value_and_grad
 from ..api.vectorize import jacfwd
 from ..core.avals import ShapedArray, get_aval
+from ..core.libraries import numpy_only
 from ..core.optional import require
 from ..core.rules import batch_rules, jvp_rules
 from ..core.trace import Primitive, Tracer
@@ -114,7 +115,9 @@ def _scipy_solve_aval(*avals: ShapedArray, solver: _Solver, functions: tuple[Clo
             ShapedArray((_MESSAGE_BYTES,), np.dtype(np.uint8))]
 
 
-scipy_solve_p = Primitive("scipy_solve", _scipy_solve_impl, _scipy_solve_aval, multiple_results=True)
+scipy_solve_p = Primitive(
+    "scipy_solve", numpy_only("scipy_solve", _scipy_solve_impl), _scipy_solve_aval, multiple_results=True
+)
 
 
 def _scipy_solve_jvp(primals: list[Any], tangents: list[Any], **params: Any) -> tuple[list[Any], list[Any]]:

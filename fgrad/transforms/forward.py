@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval
 from ..core.errors import derivative_dropped_error, missing_rule_error
-from ..core.libraries import NUMPY_VALUE_TYPES, check_constant
+from ..core.libraries import NUMPY_VALUE_TYPES, check_constant, is_library_array
 from ..core.rules import LINEAR, JVPFactors, JVPStructure, Linearization, jvp_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
@@ -124,11 +124,20 @@ class JVPTrace(Trace):
                 state["trace"] = prev
         if prim.multiple_results:
             if tangent_out is None:
-                return primal_out
-            return [p if t is None else JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+                tangent_out = [None] * len(primal_out)
+            return [self.without_tangent(p) if t is None else JVPTracer(self, p, t)
+                    for p, t in zip(primal_out, tangent_out)]
         if tangent_out is None:
-            return primal_out
+            return self.without_tangent(primal_out)
         return JVPTracer(self, primal_out, tangent_out)
+
+    def without_tangent(self, primal: Any) -> Any:
+        """A result without a derivative: the value itself, or for another
+        library's array a tracer with a zero tangent, since such an array may not
+        take a tracer as an operand (array_api_strict's `*` raises TypeError)."""
+        if type(primal) not in NUMPY_VALUE_TYPES and is_library_array(primal):
+            return JVPTracer(self, primal, None)
+        return primal
 
     def apply_linearization(
         self, prim: Primitive, rule: Linearization, primals: list[Any], tangents: list[Any],

@@ -256,7 +256,7 @@ class _Spy:
     def __init__(self):
         self.made = []  # weak references to each output, in order
         self.alive = []  # at each call: whether each earlier output was alive
-        self.p = Primitive("spy_exp", self.impl, lambda x: x)
+        self.p = Primitive("spy_exp", lambda xp, x: self.impl(x), lambda x: x)
 
     def impl(self, x):
         gc.collect()

@@ -1,5 +1,5 @@
-"""The library rules of the reductions, shapes, sorting, products, indexing and
-gather/scatter primitives on array_api_strict's and Dask's arrays: under jit,
+"""The reductions, shapes, sorting, products, indexing and gather/scatter
+primitives computed on array_api_strict's and Dask's namespaces: under jit,
 vmap, jvp and grad the result is an array of that library, of NumPy's dtype,
 equal to what NumPy computes (the derivatives by the complex step, or by
 their formula where NumPy's function is not analytic on complex numbers), and

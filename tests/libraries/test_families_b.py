@@ -1,6 +1,6 @@
 """Elementwise, linear-algebra, FFT and special-function primitives on arrays of
 other libraries (fgrad/primitives/{elementwise,decompositions,fft,special,
-scipy_special}.py, their library rules, and scipy.stats over them): on
+scipy_special}.py, their implementations on a namespace, and scipy.stats over them): on
 array_api_strict and on chunked Dask arrays, through jit, vmap, jvp and grad,
 the values NumPy (or SciPy) gives, in the library's array type and NumPy's dtype."""
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from ... import numpy as fnp
 from ...core.avals import get_aval
+from ...core.libraries import numpy_only
 from ...core.optional import require
 from ...core.rules import LINEAR, batch_rules, jvp_rules, transpose_rules
 from ...core.trace import Primitive, Tracer
@@ -101,7 +102,9 @@ def _operator_impl(x: Any, *, operator: _Operator) -> Any:
     return np.asarray(y).astype(x.dtype, copy=False).reshape(x.shape)
 
 
-scipy_operator_p = Primitive("scipy_linear_operator", _operator_impl, lambda x, *, operator: x)
+scipy_operator_p = Primitive(
+    "scipy_linear_operator", numpy_only("scipy_linear_operator", _operator_impl), lambda x, *, operator: x
+)
 jvp_rules[scipy_operator_p] = LINEAR
 transpose_rules[scipy_operator_p] = lambda ct, x, *, operator: [
     scipy_operator_p.bind(ct, operator=operator.T)]
