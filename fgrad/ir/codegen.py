@@ -450,11 +450,14 @@ class _BufferPlan:
     get fresh memory, as the caller will hold them.
     """
 
-    def __init__(self, jaxpr: Jaxpr, owned: set[Var], release: dict[int, list[Var]]) -> None:
+    def __init__(self, jaxpr: Jaxpr, owned: set[Var], release: dict[int, list[Var]],
+                 large: bool = True) -> None:
         self.into: dict[int, Var] = {}
         self.held: dict[Var, int] = {}
         self.scratch: dict[int, int] = {}
         self.slots: list[ShapedArray] = []
+        if not large:  # no large value: nothing to plan
+            return
         buffer_of = {v: n for n, v in enumerate(v for v in jaxpr.invars if v in owned and _large(v.aval))}
         origin: dict[int, int] = {}  # buffer -> the equation that asks for its memory
         leaves: set[int] = set()  # buffers that reach an output or a view
@@ -594,7 +597,10 @@ class _Writer:
             self.namespace[self.name(v)] = c
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
-        self.owned = _buffer_candidates(jaxpr, donated)
+        # Buffers are planned for large values only: a program with none (a scalar graph) has no plan.
+        self.large = any(_large(v.aval) for v in jaxpr.invars) or any(
+            _large(v.aval) for e in jaxpr.eqns for v in e.outvars)
+        self.owned = _buffer_candidates(jaxpr, donated) if self.large else set()
         self.uses = _uses(jaxpr)
         self.packs, self.folded, self.used_until = _packs(jaxpr, self.uses)
         self.on_floats = [_runs_on_floats(e) for e in jaxpr.eqns]
@@ -640,7 +646,8 @@ class _Writer:
         as_float: dict[Var, str] = {}  # variables whose value is held as a Python float
         as_numpy: set[Var] = set(jaxpr.invars) | set(jaxpr.constvars)
         keep = set(jaxpr.constvars) | (set(jaxpr.invars) if floats else set())
-        plan = _BufferPlan(jaxpr, self.owned - set(jaxpr.invars) if floats else self.owned, self.release)
+        plan = _BufferPlan(jaxpr, self.owned - set(jaxpr.invars) if floats else self.owned, self.release,
+                           self.large)
         if plan.slots:
             take, give = _scratch_pool(plan.slots)
             names = ", ".join(f"s{k}" for k in range(len(plan.slots)))
@@ -742,7 +749,9 @@ class _Writer:
         later: dict[int, list[Var]] = {}  # deaths moved to the pack that takes a folded reshape's place
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
-            dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
+            dead = self.release.get(i, [])
+            if plan.held:
+                dead = [v for v in dead if plan.held.get(v, i) <= i]
             if self.used_until and dead:
                 kept = []
                 for v in dead:  # a value a later pack takes dies there

@@ -178,8 +178,12 @@ def unroll_small_arrays(closed: ClosedJaxpr) -> ClosedJaxpr:
         if env and not env.keys().isdisjoint(invars):
             invars = [env.get(a, a) for a in invars]
             eqn = JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source)
+        results = eqn.outvars
+        if len(results) == 1 and not results[0].aval.shape and elements.keys().isdisjoint(invars):
+            eqns.append(eqn)  # a 0-d result of no array of known elements (most equations)
+            continue
         rule = unroll_rules.get(eqn.primitive)
-        if rule is None or not _worth_unrolling(invars, eqn.outvars):
+        if rule is None or not _worth_unrolling(invars, results):
             eqns.append(eqn)
             continue
         ins = [elements.get(a) if a.aval.shape else [a] for a in invars]
