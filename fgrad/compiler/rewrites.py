@@ -96,10 +96,15 @@ def simplify_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     for eqn in closed.jaxpr.eqns:
         if pending and not pending.keys().isdisjoint(eqn.invars):
             _restore_where_types_change(eqn, env, pending, eqns, producer)
-        eqn = renamed(eqn, env)
+        if env and not env.keys().isdisjoint(eqn.invars):  # (renamed's test, without its call)
+            eqn = renamed(eqn, env)
         prim = eqn.primitive
         rewrite = None
-        if prim in _SIMPLIFIED and not has_effects(eqn):
+        ins = eqn.invars
+        if (prim in _ARITHMETIC and len(ins) == 2 and type(ins[0]) is Var is type(ins[1])
+                and producer.keys().isdisjoint(ins) and uniform.keys().isdisjoint(ins)):
+            pass  # most equations: arithmetic on variables that are neither negations nor uniform
+        elif prim in _SIMPLIFIED and not has_effects(eqn):
             rewrite = _simplified(eqn, uniform, producer)
             if rewrite is None and prim is mul_p and not producer.keys().isdisjoint(eqn.invars):
                 if not uses:

@@ -30,7 +30,10 @@ Each primitive says how it is written, beside its other rules
   about 50 ns an operation, Python's a third of that, and a chain of scalar
   operations (a gradient of scalar code) is all such operations. When some
   equations have float rules, the function runs them on Python scalars
-  (`v2 = math.exp(v1)`, `v5 = (v3 if v4 else 0.0)`), converting at its edges.
+  (`v2 = math.exp(v1)`, `v5 = (v3 if v4 else 0.0)`), converting at its edges;
+  a value read once is written where it is read, not on a line of its own
+  (`w5 = math.exp(w1 - w2) * w3`), and an identity (stop_gradient) takes
+  its operand's name, which halves what CPython compiles.
   Where Python's arithmetic would disagree with NumPy's (1.0 / 0.0, log(-1.0),
   exp(1000.0), an int past int64) it raises instead (ZeroDivisionError,
   ValueError, OverflowError), and the function then runs again on NumPy's
@@ -47,6 +50,7 @@ import math
 import re
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -66,6 +70,13 @@ from .passes import has_effects, last_uses
 __all__ = ["compile_jaxpr", "CompiledJaxpr", "runner"]
 
 _FLOAT64 = np.dtype(np.float64)
+# How deep the expressions of float code nest, when each value read once is
+# written where it is read (CPython's parser allows 200 parentheses).
+_MAX_DEPTH = 8
+_MAX_LENGTH = 160  # characters of an expression taking another in: each copies the string
+# An expression that is one call or one parenthesis, `math.exp(w1 - w2)`, is an operand as it is
+# (with `(` once in it: the plain cases, told in C).
+_CALL = re.compile(r"[\w.]*\(")
 # The Python type standing for a 0-d value of each dtype in float code, with the
 # names (in the generated code's namespace) of its conversion from and to NumPy.
 _PYTHON_FORMS = {_FLOAT64: ("float", "f64"), np.dtype(bool): ("bool", "b1"),
@@ -187,12 +198,8 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = (),
     def jitted(v0):
         try:
             w0 = float(v0)
-            w1 = math.sin(w0)
-            w1 = w1 * w0
-            w1 = w1 + 1.0
-            w1 = math.log(w1)
-            v2 = f64(w1)
-            return [v2]
+            v4 = f64(math.log(((math.sin(w0) * w0) + 1.0)))
+            return [v4]
     <BLANKLINE>
     """
     if library is not None:
@@ -208,14 +215,14 @@ def _compiled(closed: ClosedJaxpr, donated: tuple[bool, ...],
     jaxpr = closed.jaxpr
     params = ", ".join(writer.name(v) for v in jaxpr.invars)
     body = None
-    if library is not None:
-        lines = [f"def jitted({params}):", *(f"    {writer.name(v)} = to_library({writer.name(v)})"
-                                             for v in jaxpr.invars), *writer.body(floats=False)]
-    elif not any(has_effects(e) for e in jaxpr.eqns) and any(_runs_on_floats(e) for e in jaxpr.eqns):
+    if library is None and not any(has_effects(e) for e in jaxpr.eqns) and any(writer.on_floats):
         body = writer.body(floats=True)
         if writer.float_ops < 2 * writer.conversions:  # converting would cost more than it saves
             body = None
-    if body is not None:
+    if library is not None:  # the inputs become the library's arrays on entry
+        lines = [f"def jitted({params}):", *(f"    {writer.name(v)} = to_library({writer.name(v)})"
+                                             for v in jaxpr.invars), *writer.body(floats=False)]
+    elif body is not None:
         lines = [f"def jitted({params}):", "    try:", *("    " + line for line in body),
                  "    except (ArithmeticError, ValueError):  # where NumPy gives inf or nan",
                  f"        return on_numpy_scalars({params})"]
@@ -342,9 +349,13 @@ def _python_form(aval: ShapedArray) -> tuple[str, str] | None:
 
 
 def _runs_on_floats(eqn: Any) -> bool:
-    return (eqn.primitive in float_rules and len(eqn.outvars) == 1
-            and _python_form(eqn.outvars[0].aval) is not None
-            and all(_python_form(a.aval) is not None for a in eqn.invars))
+    if eqn.primitive not in float_rules or len(eqn.outvars) != 1:
+        return False
+    for a in (eqn.outvars[0], *eqn.invars):  # (a loop, not _python_form: once per equation)
+        aval = a.aval
+        if aval.shape or aval.dtype not in _PYTHON_FORMS:
+            return False
+    return True
 
 
 def _on_floats(eqn: Any) -> bool:
@@ -400,11 +411,14 @@ class _BufferPlan:
     get fresh memory, as the caller will hold them.
     """
 
-    def __init__(self, jaxpr: Jaxpr, owned: set[Var], release: dict[int, list[Var]]) -> None:
+    def __init__(self, jaxpr: Jaxpr, owned: set[Var], release: dict[int, list[Var]],
+                 large: bool = True) -> None:
         self.into: dict[int, Var] = {}
         self.held: dict[Var, int] = {}
         self.scratch: dict[int, int] = {}
         self.slots: list[ShapedArray] = []
+        if not large:  # no large value: nothing to plan
+            return
         buffer_of = {v: n for n, v in enumerate(v for v in jaxpr.invars if v in owned and _large(v.aval))}
         origin: dict[int, int] = {}  # buffer -> the equation that asks for its memory
         leaves: set[int] = set()  # buffers that reach an output or a view
@@ -461,7 +475,20 @@ def _scratch_pool(avals: list[ShapedArray]) -> tuple[Callable[[], list[Any]], Ca
     return take, pool.append
 
 
-def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var, int]]:
+def _uses(jaxpr: Jaxpr) -> dict[Var, int]:
+    """How many times each variable is read (by an equation, or as an output)."""
+    uses: dict[Var, int] = {}
+    for eqn in jaxpr.eqns:
+        for a in eqn.invars:
+            if type(a) is Var:
+                uses[a] = uses.get(a, 0) + 1
+    for a in jaxpr.outvars:
+        if type(a) is Var:
+            uses[a] = uses.get(a, 0) + 1
+    return uses
+
+
+def _packs(jaxpr: Jaxpr, uses: dict[Var, int]) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var, int]]:
     """The concatenations of 0-d float64 values (a gradient put together from
     the cotangents of its elements, a stack of scalars) to write as one
     `np.array([...])` of those values (with any array among them, one
@@ -471,14 +498,6 @@ def _packs(jaxpr: Jaxpr) -> tuple[dict[int, list[Any]], dict[int, int], dict[Var
     and `folded[j] = i` says that reshape j is written there and nowhere else;
     `used_until[v]` is the last pack that takes the 0-d value v (used there,
     not at its reshape). Primitives are matched by name: the IR does not import them."""
-    uses: dict[Var, int] = {}
-    for eqn in jaxpr.eqns:
-        for a in eqn.invars:
-            if type(a) is Var:
-                uses[a] = uses.get(a, 0) + 1
-    for a in jaxpr.outvars:
-        if type(a) is Var:
-            uses[a] = uses.get(a, 0) + 1
     reshaped: dict[Var, int] = {}  # (1,) arrays made from a 0-d float64 value, by equation
     packs: dict[int, list[Any]] = {}
     folded: dict[int, int] = {}
@@ -542,10 +561,16 @@ class _Writer:
             self.namespace[self.name(v)] = self.take_in(c)
             self.legend[self.names[v]] = ("const", c, ())
         self.release = last_uses(jaxpr)
+        self.uses = _uses(jaxpr)
+        self.on_floats = [_runs_on_floats(e) for e in jaxpr.eqns]
         if library is None:
-            self.owned = _buffer_candidates(jaxpr, donated)
-            self.packs, self.folded, self.used_until = _packs(jaxpr)
+            # Buffers are planned for large values only: a program with none (a scalar graph) has no plan.
+            self.large = any(_large(v.aval) for v in jaxpr.invars) or any(
+                _large(v.aval) for e in jaxpr.eqns for v in e.outvars)
+            self.owned = _buffer_candidates(jaxpr, donated) if self.large else set()
+            self.packs, self.folded, self.used_until = _packs(jaxpr, self.uses)
         else:
+            self.large = False
             self.owned, self.packs, self.folded, self.used_until = set(), {}, {}, {}
 
     def take_in(self, value: Any) -> Any:
@@ -595,7 +620,8 @@ class _Writer:
         as_float: dict[Var, str] = {}  # variables whose value is held as a Python float
         as_numpy: set[Var] = set(jaxpr.invars) | set(jaxpr.constvars)
         keep = set(jaxpr.constvars) | (set(jaxpr.invars) if floats else set())
-        plan = _BufferPlan(jaxpr, self.owned - set(jaxpr.invars) if floats else self.owned, self.release)
+        plan = _BufferPlan(jaxpr, self.owned - set(jaxpr.invars) if floats else self.owned, self.release,
+                           self.large)
         if plan.slots:
             take, give = _scratch_pool(plan.slots)
             names = ", ".join(f"s{k}" for k in range(len(plan.slots)))
@@ -607,10 +633,19 @@ class _Writer:
             if type(a) is Literal:
                 return self.glob("k", self.take_in(a.val))
             if a not in as_numpy:
-                lines.append(f"    {self.name(a)} = {_PYTHON_FORMS[a.aval.dtype][1]}({as_float[a]})")
+                lines.append(f"    {self.name(a)} = {_PYTHON_FORMS[a.aval.dtype][1]}({float_text(a)})")
                 self.conversions += 1
                 as_numpy.add(a)
             return self.name(a)
+
+        def float_text(a: Var) -> str:
+            """The float form of `a` to write where it is read: its name, or
+            the expression it stands for, if it is written where it is used."""
+            found = pending.pop(a, None)
+            if found is None:
+                return as_float[a]
+            let_go(found[2])
+            return found[3]  # (read as an argument: no parentheses needed)
 
         def float_form(a: Any, in_floats: bool) -> str | None:
             """The Python scalar's expression (made by `convert` when first needed)."""
@@ -627,25 +662,70 @@ class _Writer:
 
         # The names of floats no longer needed, for new ones: a function with fewer
         # names compiles faster (CPython's compiler takes more than linear time in them).
+        # `holders[name]` counts the variables a name holds (several, for an identity).
         spare: list[str] = []
+        holders: dict[str, int] = {}
+        # A float read once (not an output) is not given a line of its own: its
+        # expression is written where it is read, `w7 = math.exp(w3 - w5)`,
+        # which halves the lines CPython compiles and the names the code
+        # stores. Until then `as_float` holds a placeholder (its own name, never
+        # assigned) and `pending` its expression, nesting depth and the names
+        # it reads, which are held (not taken again) until it is written.
+        pending: dict[Var, tuple[str, int, list[str], str]] = {}
+
+        def let_go(names: Sequence[str]) -> None:
+            for name in names:
+                holders[name] -= 1
+                if not holders[name]:
+                    del holders[name]
+                    spare.append(name)
 
         def release(dead: Sequence[Var]) -> None:
             for v in dead:
                 if v not in keep:
                     found = as_float.pop(v, None)
-                    if found is not None:
-                        spare.append(found)
+                    if found is not None and found in holders:
+                        let_go((found,))
 
         def convert(a: Any) -> None:
             if type(a) is not Literal and a not in as_float:
                 found = as_float[a] = "w" + self.name(a)[1:]
+                holders[found] = 1
                 lines.append(f"    {found} = {_PYTHON_FORMS[a.aval.dtype][0]}({self.name(a)})")
                 self.conversions += 1
+
+        def written(a: Var) -> None:
+            """Give the pending `a` a line of its own (where its reader cannot take its expression)."""
+            _, _, held, text = pending.pop(a)
+            lines.append(f"    {as_float[a]} = {text}")
+            holders[as_float[a]] = 1
+            let_go(held)
+
+        def inlined(call: str, invars: list[Any]) -> tuple[str, int, list[str]]:
+            """`call` with the expressions of its pending operands written in
+            (each read once there; one read more often, or nested too deep, is
+            written on a line of its own first), the depth of the deepest, and
+            the names they hold."""
+            depth, held = 0, []
+            for a in invars:
+                if type(a) is not Var or a not in pending:
+                    continue
+                placeholder = as_float[a]
+                if call.count(placeholder) != 1 or pending[a][1] >= _MAX_DEPTH or len(call) > _MAX_LENGTH:
+                    written(a)
+                    continue
+                text, d, names, _ = pending.pop(a)
+                call = call.replace(placeholder, text)
+                depth = max(depth, d)
+                held += names
+            return call, depth, held
 
         later: dict[int, list[Var]] = {}  # deaths moved to the pack that takes a folded reshape's place
         for i, eqn in enumerate(jaxpr.eqns):
             # A value whose buffer a later equation takes keeps its name until then.
-            dead = [v for v in self.release.get(i, ()) if plan.held.get(v, i) <= i]
+            dead = self.release.get(i, [])
+            if plan.held:
+                dead = [v for v in dead if plan.held.get(v, i) <= i]
             if self.used_until and dead:
                 kept = []
                 for v in dead:  # a value a later pack takes dies there
@@ -663,6 +743,11 @@ class _Writer:
             if i in self.packs:
                 pieces: list[str] = []  # the arrays to concatenate
                 values: list[str] = []  # a run of values to make one of them
+                if pending:  # a value concatenated twice (reshaped once) is written first
+                    parts = Counter(a for a in self.packs[i] if type(a) is Var)
+                    for a, n in parts.items():
+                        if n > 1 and a in pending:
+                            written(a)
                 for a in self.packs[i]:
                     if type(a) is list:
                         if values:
@@ -672,7 +757,7 @@ class _Writer:
                     elif type(a) is Literal:
                         values.append(float_form(a, True) or self.glob("k", a.val))
                     else:
-                        values.append(as_float[a] if a in as_float else numpy_form(a))
+                        values.append(float_text(a) if a in as_float else numpy_form(a))
                 if values:
                     pieces.append(f"np.array([{', '.join(values)}])")
                 joined = pieces[0] if len(pieces) == 1 else f"np.concatenate(({', '.join(pieces)}))"
@@ -681,7 +766,7 @@ class _Writer:
                 self._delete(lines, dead, keep, as_numpy)
                 release(dead)
                 continue
-            if floats and _runs_on_floats(eqn):
+            if floats and self.on_floats[i]:
                 in_floats = _on_floats(eqn)
                 operands = [float_form(a, in_floats) for a in eqn.invars]
                 call = None
@@ -689,12 +774,43 @@ class _Writer:
                     rule = float_rules[eqn.primitive]
                     call = rule(operands, [a.aval for a in eqn.invars], **eqn.params)
                 if call is not None:
-                    for a in eqn.invars:
-                        convert(a)
-                    release(dead)
+                    for x in eqn.invars:
+                        convert(x)
                     out = eqn.outvars[0]
-                    as_float[out] = spare.pop() if spare else "w" + self.name(out)[1:]
-                    lines.append(f"    {as_float[out]} = {call}")
+                    single = self.uses.get(out) == 1
+                    first = eqn.invars[0]
+                    if call == operands[0] and type(first) is Var and first.aval.dtype == out.aval.dtype:
+                        # An identity (stop_gradient): its operand's value, under the same name.
+                        as_float[out] = as_float[first]
+                        if first in pending:  # (read here only)
+                            pending[out] = pending.pop(first)
+                            if not single:
+                                written(out)
+                        else:
+                            holders[as_float[first]] += 1
+                        release(dead)
+                        self._delete(lines, dead, keep, as_numpy)
+                        continue
+                    depth = 0
+                    held: list[str] = []  # the names the expression reads, held until it is written
+                    if not pending.keys().isdisjoint(eqn.invars):
+                        call, depth, held = inlined(call, eqn.invars)
+                    if single:  # written where it is read
+                        for x in eqn.invars:
+                            name = as_float.get(x)  # type: ignore[arg-type]
+                            if name in holders:
+                                holders[name] += 1
+                                held.append(name)
+                        release(dead)
+                        as_float[out] = f"w{self.name(out)[1:]}_"  # a name of its own, part of no other
+                        enclosed = call[-1] == ")" and call.count("(") == 1 and _CALL.match(call) is not None
+                        pending[out] = (call if enclosed else f"({call})", depth + 1, held, call)
+                    else:
+                        release(dead)
+                        let_go(held)
+                        as_float[out] = name = spare.pop() if spare else "w" + self.name(out)[1:]
+                        holders[name] = 1
+                        lines.append(f"    {name} = {call}")
                     self.float_ops += 1
                     self._delete(lines, dead, keep, as_numpy)
                     continue

@@ -323,6 +323,8 @@ def fuse_clusters(jaxpr: Jaxpr, min_size: int, block: int) -> Jaxpr | None:
     """
     eqns = jaxpr.eqns
     least = max(1, min_size)
+    if not any(v.aval.size >= least for e in eqns for v in e.outvars):
+        return None  # no result large enough (a program on scalars): nothing to look at
     parent: list[int] = []
     shape_of: list[tuple[int, ...]] = []
     open_: set[int] = set()

@@ -189,7 +189,8 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns: list[JaxprEqn] = []
     for eqn in closed.jaxpr.eqns:
-        eqn = renamed(eqn, env)
+        if env and not env.keys().isdisjoint(eqn.invars):  # (renamed's test, without its call)
+            eqn = renamed(eqn, env)
         outs = _fold(eqn, known)
         if outs is None:
             eqns.append(eqn)
@@ -310,8 +311,17 @@ def cse_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     eqns: list[JaxprEqn] = []
     changed = False
     for eqn in closed.jaxpr.eqns:
-        eqn = renamed(eqn, env)
-        key = None if has_effects(eqn) else _eqn_key(eqn)
+        if env and not env.keys().isdisjoint(eqn.invars):  # (renamed's test, without its call)
+            eqn = renamed(eqn, env)
+        key: Hashable | None = None
+        if eqn.primitive in effectful or eqn.params and has_effects(eqn):
+            pass
+        elif not eqn.params and len(eqn.invars) == 2 and type(eqn.invars[0]) is Var is type(eqn.invars[1]):
+            a, b = eqn.invars  # most equations: a binary operation on two variables
+            swap = eqn.primitive in commutative and hash(b) < hash(a)
+            key = (eqn.primitive, (), (b, a) if swap else (a, b))
+        else:
+            key = _eqn_key(eqn)
         if key is not None:
             try:
                 earlier = seen.setdefault(key, eqn.outvars)

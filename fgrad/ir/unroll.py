@@ -72,10 +72,13 @@ def elementwise_rule(prim: Primitive) -> Callable[..., list[list[Atom]]]:
 
     def rule(elements: list[list[Atom]], avals: list[ShapedArray], emit: Emit,
              **params: Any) -> list[list[Atom]]:
-        picks = _broadcast_picks(tuple(a.shape for a in avals))
         if len(elements) == 1:
             (els,) = elements
             return [[emit(prim, e, **params) for e in els]]
+        picks = _broadcast_picks(tuple(a.shape for a in avals))
+        if len(elements) == 2:  # (most: spelt out)
+            (xs, ys), (px, py) = elements, picks
+            return [[emit(prim, xs[i], ys[j], **params) for i, j in zip(px, py)]]
         return [[emit(prim, *(els[p[k]] for els, p in zip(elements, picks)), **params)
                  for k in range(len(picks[0]))]]
 
@@ -164,17 +167,23 @@ def unroll_small_arrays(closed: ClosedJaxpr) -> ClosedJaxpr:
     eqns: list[JaxprEqn] = []
 
     def emit(prim: Primitive, *atoms: Atom, **params: Any) -> Atom:
-        out = Var(prim.abstract_eval(*(a.aval for a in atoms), **params))
+        avals = [a.aval for a in atoms]
+        out = Var(prim.abstract_eval(*avals, **params) if params else prim.abstract_eval(*avals))
         eqns.append(JaxprEqn(prim, list(atoms), [out], params, source))
         return out
 
     changed = False
     for eqn in jaxpr.eqns:
-        invars = [env.get(a, a) for a in eqn.invars]
-        if invars != eqn.invars:
+        invars = eqn.invars
+        if env and not env.keys().isdisjoint(invars):
+            invars = [env.get(a, a) for a in invars]
             eqn = JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source)
+        results = eqn.outvars
+        if len(results) == 1 and not results[0].aval.shape and elements.keys().isdisjoint(invars):
+            eqns.append(eqn)  # a 0-d result of no array of known elements (most equations)
+            continue
         rule = unroll_rules.get(eqn.primitive)
-        if rule is None or not _worth_unrolling(invars, eqn.outvars):
+        if rule is None or not _worth_unrolling(invars, results):
             eqns.append(eqn)
             continue
         ins = [elements.get(a) if a.aval.shape else [a] for a in invars]
@@ -224,14 +233,15 @@ def _worth_unrolling(invars: list[Atom], outvars: list[Var]) -> bool:
     """An equation with a small array among its operands or results (all of
     dtypes held as Python numbers): 0-d values alone are written as they are."""
     array = False
-    for a in (*invars, *outvars):
-        aval = a.aval
-        if aval.shape:
-            if not _unrollable(aval):
+    for atoms in (invars, outvars):
+        for a in atoms:
+            aval = a.aval
+            if aval.shape:
+                if not _unrollable(aval):
+                    return False
+                array = True
+            elif aval.dtype not in UNROLLED_DTYPES:
                 return False
-            array = True
-        elif aval.dtype not in UNROLLED_DTYPES:
-            return False
     return array
 
 

@@ -311,8 +311,11 @@ def _shift(x: Any, axis: Axis, masked: bool) -> Any:
     derivative (the results do not depend on it). Where entries are masked out
     (made -inf), a row with no finite maximum is shifted by 0 instead, so that
     its exp is 0, not nan."""
-    # Taken of x without its derivative, so no transform works on the maximum's.
-    x_max = fnp.max(ew.stop_gradient(x), axis, keepdims=True, initial=-np.inf)
+    # Taken of x without its derivative, so no transform works on the maximum's;
+    # `initial` only for an empty axis (elsewhere it is one equation more, of no effect).
+    shape = get_aval(x).shape
+    empty = any(shape[a] == 0 for a in normalize_axes(axis, len(shape)))
+    x_max = fnp.max(ew.stop_gradient(x), axis, keepdims=True, initial=-np.inf if empty else None)
     if masked:
         x_max = fnp.where(fnp.isfinite(x_max), x_max, 0.0)
     return x_max

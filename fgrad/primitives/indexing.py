@@ -81,7 +81,35 @@ def stand_in(shape: tuple[int, ...]) -> np.ndarray:
 
 def indexed_shape(shape: tuple[int, ...], idx: StaticIndex) -> tuple[int, ...]:
     """The shape of ``x[idx]`` for an `x` of `shape` (NumPy's IndexError if `idx` does not fit)."""
-    return stand_in(shape)[tuple(idx)].shape
+    # Remembered for indices of ints and slices (a trace asks again and again,
+    # and a stand-in costs microseconds); an index that raises is not.
+    key = _shape_key(shape, idx)
+    found = _indexed_shapes.get(key) if key is not None else None
+    if found is None:
+        found = stand_in(shape)[tuple(idx)].shape
+        if key is not None:
+            if len(_indexed_shapes) > 4096:
+                _indexed_shapes.clear()
+            _indexed_shapes[key] = found
+    return found
+
+
+def _shape_key(shape: tuple[int, ...], idx: StaticIndex) -> tuple[Any, ...] | None:
+    key: list[Any] = [shape]
+    for i in idx:
+        t = type(i)
+        if t is int or i is None or i is Ellipsis:
+            key.append(i)
+        elif t is slice:
+            key.append((i.start, i.stop, i.step))
+        else:
+            return None
+    return tuple(key)
+
+
+# Cache of indexed_shape: at most a few thousand shapes, then emptied (a dict's get,
+# set and clear are atomic: threads may share it).
+_indexed_shapes: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
 
 def _getitem_aval(x: ShapedArray, *, idx: StaticIndex) -> ShapedArray:

@@ -286,6 +286,32 @@ def test_scalars_concatenated_are_one_np_array_and_live_until_their_last_pack(on
         np.testing.assert_array_equal(g, w)
 
 
+def test_values_read_once_are_written_where_read_identities_take_their_operand_s_name():
+    from fgrad.primitives.elementwise import stop_gradient
+    from fgrad.primitives.shapes import concatenate, reshape
+
+    def f(x, y):
+        s = stop_gradient(x)  # an identity of a value that is read again, after s dies
+        chain = x
+        for k in range(40):  # a chain of values each read once, deeper than an expression nests
+            chain = fnp.sin(chain) * (y + float(k))
+        t = fnp.exp(s * y) + x * 3.0
+        u = fnp.cos(chain - t)  # read once, by one reshape, concatenated twice
+        r = reshape(u, new_shape=(1,))
+        return concatenate(r, reshape(stop_gradient(t), new_shape=(1,)), r, axis=0), x + y
+
+    closed = fgrad.make_jaxpr(f)(0.5, 0.25)
+    compiled = compile_jaxpr(closed)
+    body = compiled.source.split("except")[0]
+    assert "stop_gradient" not in body and body.count("\n") < len(closed.jaxpr.eqns) / 2, body
+    for x, y in [(0.5, 0.25), (-3.0, 1e-3), (0.0, -0.0), (1e300, 1e300), (math.nan, 1.0)]:
+        with np.errstate(all="ignore"):
+            got = compiled(x, y)
+            want = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
 def test_floats_meet_arrays_effects_keep_numpy_s_scalars_and_results_are_numpy_scalars(capsys):
     v = np.arange(1.0, 4.0)
     mixed = fgrad.jit(lambda s, v: fnp.sum(v * s) * s + fnp.sin(s))
