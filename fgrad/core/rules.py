@@ -50,6 +50,10 @@ never receive a zero array they would have to build first.
   written inline with `writer.inline(closed, args, what)` (`what` names the
   sub-jaxpr in the source's header: "the body of scan"); `args` are the
   operands' expressions. Lines are relative to the equation's indentation.
+* ``packing[p] = "reshape" | "concatenate"``: what `p` is to jit's code
+  generator when it writes 0-d float64 values joined into a vector as one
+  `np.array([...])` (ir/codegen.py): "reshape" for the primitive giving a
+  value a shape (`new_shape`), "concatenate" for the one joining arrays.
 * ``float_rules[p](args, avals, **params) -> str | None``: `p` as an expression
   over Python scalars `args` for 0-d operands (whose avals are `avals`) and a
   0-d result: a float stands for a float64, an int for an int64, a bool for a
@@ -91,7 +95,7 @@ from .trace import LARGE_ARRAY_BYTES, Primitive
 __all__ = [
     "jvp_rules", "transpose_rules", "batch_rules",
     "emit_rules", "out_rules", "blockwise", "reduce_rules", "float_rules", "block_rules", "unroll_rules",
-    "jit_rewrites", "effectful", "commutative",
+    "jit_rewrites", "effectful", "commutative", "packing",
     "LARGE_ARRAY_BYTES", "checked_int64",
     "Linearization", "UndefinedPrimal", "JVPFactors", "JVPStructure", "LINEAR", "BILINEAR",
 ]
@@ -112,6 +116,7 @@ jit_rewrites: dict[Primitive, Callable[[Any], list[Any] | None]] = {}
 effectful: set[Primitive] = set()
 # Primitives of two operands that may be swapped: CSE takes `add a b` and `add b a` for one.
 commutative: set[Primitive] = set()
+packing: dict[Primitive, str] = {}
 
 
 def checked_int64(n: int) -> int:

@@ -59,7 +59,7 @@ import numpy as np
 from ..config import config
 from ..core.avals import ShapedArray, dtype_name
 from ..core.libraries import Library, LibraryTrace
-from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules
+from ..core.rules import block_rules, checked_int64, emit_rules, float_rules, out_rules, packing
 from ..core.trace import EVAL_TRACE, LARGE_ARRAY_BYTES
 from .cache import cached_per_jaxpr
 from .evaluate import eval_closed_now, evaluation_trace
@@ -497,18 +497,18 @@ def _packs(jaxpr: Jaxpr, uses: dict[Var, int]) -> tuple[dict[int, list[Any]], di
     of equation i's result (a 0-d atom, or a list holding a 1-d operand),
     and `folded[j] = i` says that reshape j is written there and nowhere else;
     `used_until[v]` is the last pack that takes the 0-d value v (used there,
-    not at its reshape). Primitives are matched by name: the IR does not import them."""
+    not at its reshape). The two primitives are those of the `packing` table."""
     reshaped: dict[Var, int] = {}  # (1,) arrays made from a 0-d float64 value, by equation
     packs: dict[int, list[Any]] = {}
     folded: dict[int, int] = {}
     for i, eqn in enumerate(jaxpr.eqns):
-        name = eqn.primitive.name
-        if (name == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.shape == ()
+        role = packing.get(eqn.primitive)
+        if (role == "reshape" and eqn.params.get("new_shape") == (1,) and eqn.invars[0].aval.shape == ()
                 and eqn.invars[0].aval.dtype == _FLOAT64):
             reshaped[eqn.outvars[0]] = i
             continue
         out = eqn.outvars[0].aval if len(eqn.outvars) == 1 else None
-        if name != "concatenate" or out is None or out.ndim != 1 or out.dtype != _FLOAT64:
+        if role != "concatenate" or out is None or out.ndim != 1 or out.dtype != _FLOAT64:
             continue
         mine: dict[Var, int] = {}
         for a in eqn.invars:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, broadcast_shapes, get_aval
 from ..core.libraries import cast, is_dask
-from ..core.rules import batch_rules, emit_rules, transpose_rules, unroll_rules
+from ..core.rules import batch_rules, emit_rules, packing, transpose_rules, unroll_rules
 from ..core.trace import Primitive
 from ..ir.unroll import movement_rule
 from . import batching, indexing
@@ -220,3 +220,4 @@ concatenate: _Concatenate = concatenate_p.bind
 
 for _p in (reshape_p, transpose_p, broadcast_to_p, concatenate_p):
     unroll_rules[_p] = movement_rule(_p)
+packing[reshape_p], packing[concatenate_p] = "reshape", "concatenate"
