@@ -168,7 +168,6 @@ class JVPTrace(Trace):
         factors are primal values, computed on the parent trace (reverse mode
         keeps them as residuals); the products and sums are emitted."""
         out = None
-        emit = self.emit
         for factor, t in zip(rule.factors, tangents):
             if t is None or factor is None:
                 continue
@@ -180,13 +179,19 @@ class JVPTrace(Trace):
                     factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
                 finally:
                     state["trace"] = prev
-            if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
-                c = t if factor == 1 else emit(neg_p, (t,), _NO_PARAMS)
-            else:
-                c = emit(mul_p, (t, factor), _NO_PARAMS)
-            out = c if out is None else emit(add_p, (out, c), _NO_PARAMS)
-        if out is None:
-            return None
+            out = self.add_product(out, t, factor)
+        return None if out is None else self.fit(out, ans)
+
+    def add_product(self, out: Any, t: Any, factor: Any) -> Any:
+        """`out + t * factor` (`t * factor` if `out` is None), emitted."""
+        if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
+            c = t if factor == 1 else self.emit(neg_p, (t,), _NO_PARAMS)
+        else:
+            c = self.emit(mul_p, (t, factor), _NO_PARAMS)
+        return c if out is None else self.emit(add_p, (out, c), _NO_PARAMS)
+
+    def fit(self, out: Any, ans: Any) -> Any:
+        """Tangent `out` broadcast and cast to the shape and dtype of `ans`, where they differ."""
         want = get_aval(ans)
         aval = out.aval if isinstance(out, Tracer) else get_aval(out)  # the common case, directly
         if aval is not want:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.errors import ConcretizationTypeError, missing_rule_error
-from ..core.rules import LARGE_ARRAY_BYTES, transpose_rules
+from ..core.rules import LARGE_ARRAY_BYTES, JVPFactors, transpose_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..primitives import elementwise, indexing
 from . import forward, reverse
@@ -51,6 +51,7 @@ from .reverse import (
 __all__ = ["Tape", "TapeTangent", "TapeTrace", "Pullback", "vjp_flat", "records_on_tape"]
 
 getitem_p = indexing.getitem_p
+_NO_PARAMS: dict[str, Any] = {}  # never mutated
 
 
 class TapeTangent(Tracer):
@@ -126,6 +127,16 @@ class Tape(Trace):
         self.entries.append((prim, operands, params, out, self.source))
         return out
 
+    def products(self, pairs: list[tuple[TapeTangent, Any]], aval: ShapedArray) -> TapeTangent:
+        """Record `sum_i t_i * factor_i` over `pairs` (factors of +-1 are a
+        tangent or its negation), all of `aval`, which the result keeps, as
+        one entry: JVPTrace.add_product's equations, transposed as they
+        would be (`_transpose_products`)."""
+        out = TapeTangent(self, aval, self.count)
+        self.count += 1
+        self.entries.append((None, pairs, _NO_PARAMS, out, self.source))  # type: ignore[arg-type]
+        return out
+
     def backward(self, outs: Sequence[Any], cts_out: Sequence[Any], ins: Sequence[Any],
                  consume: bool = False) -> list[Any]:
         """Cotangents of the tangents `ins` (None where zero or not a tangent)
@@ -160,6 +171,27 @@ class Tape(Trace):
 
         for k in range(len(entries) - 1, -1, -1):
             prim, args, params, out, source = entries[k]
+            if prim is None:  # a sum of products (Tape.products)
+                j = out.index
+                if pieces and j in pieces:
+                    cts[j] = indexing.add_pieces(out.aval, cts[j], pieces.pop(j))
+                ct = cts[j]
+                if ct is None:
+                    continue
+                cts[j] = None
+                try:
+                    terms = _transpose_products(ct, args, out.aval)
+                except FloatingPointError as e:  # from debug_nans: say where in the forward computation
+                    raise FloatingPointError(
+                        f"{e}\n  in the backward pass, in the derivative of `{source}`"
+                    ) from None
+                for (a, _), c in zip(reversed(args), terms):
+                    i = a.index
+                    prev = cts[i]
+                    if pieces and i in pieces:
+                        prev = indexing.add_pieces(a.aval, prev, pieces.pop(i))
+                    cts[i] = c if prev is None else add(prev, c)
+                continue
             if pieces:
                 for t in (out if prim.multiple_results else (out,)):
                     if t.index in pieces:  # their sum is new, but not claimed
@@ -245,6 +277,34 @@ class Tape(Trace):
         return [cts[x.index] if type(x) is TapeTangent else None for x in ins]
 
 
+def _transpose_products(ct: Any, pairs: list[tuple[TapeTangent, Any]], aval: ShapedArray) -> list[Any]:
+    """The cotangents of the tangents of `pairs`, last first, from `ct`, that of
+    their sum of products (Tape.products): the transposes of the equations
+    JVPTrace.add_product emits (`c_i = t_i * f_i`, or `t_i`, or `-t_i`;
+    `s_i = s_(i-1) + c_i`), in the order the backward pass of their jaxpr takes."""
+    u = _undefined.get(aval) or _undefined_primal(aval)
+    n = len(pairs)
+    cts_c = [ct] * n
+    if n > 1:
+        cur = ct
+        for i in range(n - 1, 0, -1):  # s_i = s_(i-1) + c_i, last first
+            cur, cts_c[i] = _add_transpose(cur, u, u)
+        cts_c[0] = cur
+    out = []
+    for i in range(n - 1, -1, -1):
+        c, factor = cts_c[i], pairs[i][1]
+        if type(factor) is int and factor in (1, -1):
+            out.append(c if factor == 1 else _neg_transpose(c, u)[0])
+        else:
+            out.append(_mul_transpose(c, u, factor)[0])
+    return out
+
+
+_add_transpose = transpose_rules[elementwise.add_p]
+_neg_transpose = transpose_rules[elementwise.neg_p]
+_mul_transpose = transpose_rules[elementwise.mul_p]
+
+
 class TapeTrace(LinearizeTrace):
     """The JVP interpreter recording its tangents on a `Tape` (its rule trace):
     linearization's recording, `stage` and `emit`, without a jaxpr."""
@@ -273,6 +333,61 @@ class TapeTrace(LinearizeTrace):
                     aval = first
         return tape.record(prim, args, params, aval)
 
+
+    def apply_factors(
+        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
+    ) -> Any:
+        """JVPTrace's `sum_i tangent_i * factor_i`, recorded as one entry of
+        products (`Tape.products`) in the common case: tangents of one small
+        strongly typed aval that the factors and `ans` keep. Any other case
+        emits the products and sums one by one."""
+        tape: Tape = self.rule_trace  # type: ignore[assignment]
+        aval = None
+        for t, factor in zip(tangents, rule.factors):
+            if t is None or factor is None:
+                continue
+            if type(t) is not TapeTangent or t._trace is not tape or t.aval is not (aval or t.aval):
+                return super().apply_factors(prim, rule, ans, primals, tangents, params)
+            aval = t.aval
+        if aval is None:
+            return None
+        want = get_aval(ans)
+        if (aval.weak_type or want.shape != aval.shape or want.dtype != aval.dtype
+                or aval.size * aval.dtype.itemsize >= LARGE_ARRAY_BYTES):  # large: see Tape.backward
+            return super().apply_factors(prim, rule, ans, primals, tangents, params)
+        # The factors first (on the parent trace), then the products: the
+        # products only touch this tape, so their order against the factors' is free.
+        pairs = []
+        same = True
+        for factor, t in zip(rule.factors, tangents):
+            if t is None or factor is None:
+                continue
+            if callable(factor):
+                state = self.state
+                prev = state["trace"]
+                state["trace"] = self.parent
+                try:
+                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
+                finally:
+                    state["trace"] = prev
+            if same and not (type(factor) is int and factor in (1, -1)):
+                kind = type(factor)
+                # A product keeps the tangent's aval: a factor of that aval, or a Python number
+                # (weakly typed) times an inexact tangent.
+                same = (kind is float or kind is int) if kind in _PYTHON_SCALARS else get_aval(factor) is aval
+            pairs.append((t, factor))
+        if not same:
+            out = None
+            for t, factor in pairs:
+                out = self.add_product(out, t, factor)
+            return self.fit(out, ans)
+        if len(pairs) == 1 and type(pairs[0][1]) is int and pairs[0][1] == 1:
+            return pairs[0][0]  # the tangent itself, as emitted: no equation
+        return tape.products(pairs, aval)
+
+
+_PYTHON_SCALARS = (float, int, complex, bool)
 
 forward.RECORDING_TRACES.add(Tape)
 
