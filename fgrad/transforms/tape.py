@@ -48,7 +48,7 @@ from .reverse import (
     linearize_flat,
 )
 
-__all__ = ["Tape", "TapeTangent", "TapeTrace", "Pullback", "vjp_flat", "records_on_tape"]
+__all__ = ["Tape", "TapeTangent", "TapeTrace", "Pullback", "backward", "vjp_flat", "records_on_tape"]
 
 getitem_p = indexing.getitem_p
 _NO_PARAMS: dict[str, Any] = {}  # never mutated
@@ -137,145 +137,6 @@ class Tape(Trace):
         self.entries.append((None, pairs, _NO_PARAMS, out, self.source))  # type: ignore[arg-type]
         return out
 
-    def backward(self, outs: Sequence[Any], cts_out: Sequence[Any], ins: Sequence[Any],
-                 consume: bool = False) -> list[Any]:
-        """Cotangents of the tangents `ins` (None where zero or not a tangent)
-        from those of the tangents `outs` (an entry of either may be a value,
-        not a tangent of this tape: a constant output, an integer input).
-        A cotangent of None is zero, and entries whose results have only zero
-        cotangents are skipped. With `consume`, the entries are used up: one
-        holding a large (or traced) residual is dropped once transposed.
-
-        As reverse.backward_pass: a large cotangent the pass owns is written
-        into by its entry's transpose or by a sum; a static index's
-        cotangents are gathered and added into its operand's once."""
-        entries = self.entries
-        if consume:
-            self.entries = []
-        cts: list[Any] = [None] * self.count
-        pieces: dict[int, list[tuple[Any, Any]]] = {}
-        avals: dict[int, ShapedArray] = {}  # of the tangents in `pieces`
-        owned: set[int] = set()
-        owning = ctx.trace is EVAL_TRACE
-        add = elementwise.add
-        ndarray = np.ndarray
-        undefined = _undefined
-
-        for x, ct in zip(outs, cts_out):  # the caller's: never owned, but a sum of them is
-            if ct is not None and type(x) is TapeTangent and x._trace is self:
-                i = x.index
-                prev = cts[i]
-                cts[i] = ct if prev is None else add(prev, ct)
-                if prev is not None and owning and _owned_kind(cts[i]):
-                    owned.add(i)
-
-        for k in range(len(entries) - 1, -1, -1):
-            prim, args, params, out, source = entries[k]
-            if prim is None:  # a sum of products (Tape.products)
-                j = out.index
-                if pieces and j in pieces:
-                    cts[j] = indexing.add_pieces(out.aval, cts[j], pieces.pop(j))
-                ct = cts[j]
-                if ct is None:
-                    continue
-                cts[j] = None
-                try:
-                    terms = _transpose_products(ct, args, out.aval)
-                except FloatingPointError as e:  # from debug_nans: say where in the forward computation
-                    raise FloatingPointError(
-                        f"{e}\n  in the backward pass, in the derivative of `{source}`"
-                    ) from None
-                for (a, _), c in zip(reversed(args), terms):
-                    i = a.index
-                    prev = cts[i]
-                    if pieces and i in pieces:
-                        prev = indexing.add_pieces(a.aval, prev, pieces.pop(i))
-                    cts[i] = c if prev is None else add(prev, c)
-                continue
-            if pieces:
-                for t in (out if prim.multiple_results else (out,)):
-                    if t.index in pieces:  # their sum is new, but not claimed
-                        j = t.index
-                        cts[j] = indexing.add_pieces(t.aval, cts[j], pieces.pop(j))
-                        owned.discard(j)
-            if prim.multiple_results:
-                ct = [cts[t.index] for t in out]
-                for t in out:
-                    cts[t.index] = None
-                if all(c is None for c in ct):
-                    continue
-                ct_owned = False
-            else:
-                j = out.index
-                ct = cts[j]
-                if ct is None:
-                    continue
-                cts[j] = None
-                ct_owned = j in owned if owned else False
-            if prim is getitem_p:
-                x = args[0]
-                idx = params["idx"]
-                if type(x) is TapeTangent and not idx.has_arrays():
-                    pieces.setdefault(x.index, []).append((idx, ct))
-                    avals[x.index] = x.aval
-                    continue
-            operands = []
-            large = False
-            for a in args:
-                if type(a) is TapeTangent:
-                    a = undefined.get(a.aval) or _undefined_primal(a.aval)
-                elif (type(a) is ndarray and a.nbytes >= LARGE_ARRAY_BYTES) or isinstance(a, Tracer):
-                    large = True
-                operands.append(a)
-            if consume and large:
-                # Its large (or traced: maybe batched) residuals are dropped once used, lowering the
-                # peak memory; small ones stay to the end, which costs less than dropping them.
-                entries[k] = None  # type: ignore[call-overload]
-            rule = transpose_rules.get(prim)
-            if rule is None:
-                raise missing_rule_error(prim.name, "transpose", "reverse mode")
-            try:
-                cts_in = None
-                if ct_owned and prim in _SELF_TRANSPOSED:
-                    cts_in = reverse._transpose_into(prim, ct, operands)
-                if cts_in is None:
-                    cts_in = rule(ct, *operands, **params) if params else rule(ct, *operands)
-            except FloatingPointError as e:  # from debug_nans: say where in the forward computation
-                raise FloatingPointError(
-                    f"{e}\n  in the backward pass, in the derivative of `{source}`"
-                ) from None
-            makes = owning and prim in _NEW_OR_PASSED
-            for a, c in zip(args, cts_in):
-                if c is None:
-                    continue
-                i = a.index
-                mine = (makes and type(c) is ndarray and c.nbytes >= LARGE_ARRAY_BYTES
-                        and (c is not ct or ct_owned) and sum(x is c for x in cts_in) == 1)
-                prev = cts[i]
-                if pieces and i in pieces:  # their sum is new, but not claimed
-                    prev = indexing.add_pieces(a.aval, prev, pieces.pop(i))
-                    owned.discard(i)
-                if prev is None:
-                    cts[i] = c
-                    if mine:
-                        owned.add(i)
-                    continue
-                if owned and i in owned and reverse._add_into(prev, prev, c):
-                    cts[i] = prev
-                elif mine and reverse._add_into(c, prev, c):
-                    cts[i] = c
-                    owned.add(i)
-                else:
-                    cts[i] = total = add(prev, c)
-                    if owning and type(total) is ndarray and total.nbytes >= LARGE_ARRAY_BYTES:
-                        owned.add(i)
-                    elif owned:
-                        owned.discard(i)
-            ct = cts_in = c = prev = total = operands = args = None  # type: ignore[assignment]  # free what is no longer needed
-        for i, gathered in pieces.items():
-            cts[i] = indexing.add_pieces(avals[i], cts[i], gathered)
-        return [cts[x.index] if type(x) is TapeTangent else None for x in ins]
-
 
 def _transpose_products(ct: Any, pairs: list[tuple[TapeTangent, Any]], aval: ShapedArray) -> list[Any]:
     """The cotangents of the tangents of `pairs`, last first, from `ct`, that of
@@ -303,6 +164,144 @@ def _transpose_products(ct: Any, pairs: list[tuple[TapeTangent, Any]], aval: Sha
 _add_transpose = transpose_rules[elementwise.add_p]
 _neg_transpose = transpose_rules[elementwise.neg_p]
 _mul_transpose = transpose_rules[elementwise.mul_p]
+
+
+def backward(entries: list[Any], count: int, outs: Sequence[Any], cts_out: Sequence[Any],
+             ins: Sequence[Any], consume: bool = False) -> list[Any]:
+    """Run a tape's `entries` (of `count` tangents) backwards: cotangents of
+    the tangents `ins` (None where zero or not a tangent) from those of the
+    tangents `outs` (an entry of either may be a value, not a tangent of the
+    tape: a constant output, an integer input).
+    A cotangent of None is zero, and entries whose results have only zero
+    cotangents are skipped. With `consume`, the entries are used up: one
+    holding a large (or traced) residual is dropped once transposed.
+
+    As reverse.backward_pass: a large cotangent the pass owns is written
+    into by its entry's transpose or by a sum; a static index's
+    cotangents are gathered and added into its operand's once."""
+    cts: list[Any] = [None] * count
+    pieces: dict[int, list[tuple[Any, Any]]] = {}
+    avals: dict[int, ShapedArray] = {}  # of the tangents in `pieces`
+    owned: set[int] = set()
+    owning = ctx.trace is EVAL_TRACE
+    add = elementwise.add
+    ndarray = np.ndarray
+    undefined = _undefined
+
+    for x, ct in zip(outs, cts_out):  # the caller's: never owned, but a sum of them is
+        if ct is not None and type(x) is TapeTangent:
+            i = x.index
+            prev = cts[i]
+            cts[i] = ct if prev is None else add(prev, ct)
+            if prev is not None and owning and _owned_kind(cts[i]):
+                owned.add(i)
+
+    for k in range(len(entries) - 1, -1, -1):
+        prim, args, params, out, source = entries[k]
+        if prim is None:  # a sum of products (Tape.products)
+            j = out.index
+            if pieces and j in pieces:
+                cts[j] = indexing.add_pieces(out.aval, cts[j], pieces.pop(j))
+            ct = cts[j]
+            if ct is None:
+                continue
+            cts[j] = None
+            try:
+                terms = _transpose_products(ct, args, out.aval)
+            except FloatingPointError as e:  # from debug_nans: say where in the forward computation
+                raise FloatingPointError(
+                    f"{e}\n  in the backward pass, in the derivative of `{source}`"
+                ) from None
+            for (a, _), c in zip(reversed(args), terms):
+                i = a.index
+                prev = cts[i]
+                if pieces and i in pieces:
+                    prev = indexing.add_pieces(a.aval, prev, pieces.pop(i))
+                cts[i] = c if prev is None else add(prev, c)
+            continue
+        if pieces:
+            for t in (out if prim.multiple_results else (out,)):
+                if t.index in pieces:  # their sum is new, but not claimed
+                    j = t.index
+                    cts[j] = indexing.add_pieces(t.aval, cts[j], pieces.pop(j))
+                    owned.discard(j)
+        if prim.multiple_results:
+            ct = [cts[t.index] for t in out]
+            for t in out:
+                cts[t.index] = None
+            if all(c is None for c in ct):
+                continue
+            ct_owned = False
+        else:
+            j = out.index
+            ct = cts[j]
+            if ct is None:
+                continue
+            cts[j] = None
+            ct_owned = j in owned if owned else False
+        if prim is getitem_p:
+            x = args[0]
+            idx = params["idx"]
+            if type(x) is TapeTangent and not idx.has_arrays():
+                pieces.setdefault(x.index, []).append((idx, ct))
+                avals[x.index] = x.aval
+                continue
+        operands = []
+        large = False
+        for a in args:
+            if type(a) is TapeTangent:
+                a = undefined.get(a.aval) or _undefined_primal(a.aval)
+            elif (type(a) is ndarray and a.nbytes >= LARGE_ARRAY_BYTES) or isinstance(a, Tracer):
+                large = True
+            operands.append(a)
+        if consume and large:
+            # Its large (or traced: maybe batched) residuals are dropped once used, lowering the
+            # peak memory; small ones stay to the end, which costs less than dropping them.
+            entries[k] = None
+        rule = transpose_rules.get(prim)
+        if rule is None:
+            raise missing_rule_error(prim.name, "transpose", "reverse mode")
+        try:
+            cts_in = None
+            if ct_owned and prim in _SELF_TRANSPOSED:
+                cts_in = reverse._transpose_into(prim, ct, operands)
+            if cts_in is None:
+                cts_in = rule(ct, *operands, **params) if params else rule(ct, *operands)
+        except FloatingPointError as e:  # from debug_nans: say where in the forward computation
+            raise FloatingPointError(
+                f"{e}\n  in the backward pass, in the derivative of `{source}`"
+            ) from None
+        makes = owning and prim in _NEW_OR_PASSED
+        for a, c in zip(args, cts_in):
+            if c is None:
+                continue
+            i = a.index
+            mine = (makes and type(c) is ndarray and c.nbytes >= LARGE_ARRAY_BYTES
+                    and (c is not ct or ct_owned) and sum(x is c for x in cts_in) == 1)
+            prev = cts[i]
+            if pieces and i in pieces:  # their sum is new, but not claimed
+                prev = indexing.add_pieces(a.aval, prev, pieces.pop(i))
+                owned.discard(i)
+            if prev is None:
+                cts[i] = c
+                if mine:
+                    owned.add(i)
+                continue
+            if owned and i in owned and reverse._add_into(prev, prev, c):
+                cts[i] = prev
+            elif mine and reverse._add_into(c, prev, c):
+                cts[i] = c
+                owned.add(i)
+            else:
+                cts[i] = total = add(prev, c)
+                if owning and type(total) is ndarray and total.nbytes >= LARGE_ARRAY_BYTES:
+                    owned.add(i)
+                elif owned:
+                    owned.discard(i)
+        ct = cts_in = c = prev = total = operands = args = None  # type: ignore[assignment]  # free what is no longer needed
+    for i, gathered in pieces.items():
+        cts[i] = indexing.add_pieces(avals[i], cts[i], gathered)
+    return [cts[x.index] if type(x) is TapeTangent else None for x in ins]
 
 
 class TapeTrace(LinearizeTrace):
@@ -397,11 +396,15 @@ class Pullback:
     outputs and inputs are tangents on it. `transpose` may be called any
     number of times (with `consume`, once: the tape is used up)."""
 
-    __slots__ = ("tape", "ins", "outs", "in_avals", "out_avals", "nonzero_outputs")
+    __slots__ = ("entries", "count", "ins", "outs", "in_avals", "out_avals", "nonzero_outputs")
 
     def __init__(self, tape: Tape, ins: list[Any], outs: list[Any], in_avals: list[ShapedArray],
                  out_avals: list[ShapedArray]) -> None:
-        self.tape = tape
+        # The entries move here: a tape held by its tangents, which its entries
+        # hold, would be a reference cycle, freed (with its residuals) only by
+        # the garbage collector.
+        self.entries, self.count = tape.entries, tape.count
+        tape.entries = []
         self.ins = ins
         self.outs = outs
         self.in_avals = in_avals
@@ -410,7 +413,10 @@ class Pullback:
 
     def transpose(self, cts_out: Sequence[Any], consume: bool = False) -> list[Any]:
         """Cotangents of the inputs (None where zero) from those of the outputs."""
-        return self.tape.backward(self.outs, cts_out, self.ins, consume)
+        entries = self.entries
+        if consume:
+            self.entries = []
+        return backward(entries, self.count, self.outs, cts_out, self.ins, consume)
 
 
 def records_on_tape(trace: Trace) -> bool:
