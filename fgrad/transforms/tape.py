@@ -145,6 +145,11 @@ def _transpose_products(ct: Any, pairs: list[tuple[TapeTangent, Any]], aval: Sha
     `s_i = s_(i-1) + c_i`), in the order the backward pass of their jaxpr takes."""
     u = _undefined.get(aval) or _undefined_primal(aval)
     n = len(pairs)
+    if n == 1:  # a unary primitive, or one differentiated operand: the common case
+        factor = pairs[0][1]
+        if type(factor) is int and factor in (1, -1):
+            return [ct if factor == 1 else _neg_transpose(ct, u)[0]]
+        return [_mul_transpose(ct, u, factor)[0]]
     cts_c = [ct] * n
     if n > 1:
         cur = ct
@@ -343,39 +348,41 @@ class TapeTrace(LinearizeTrace):
         emits the products and sums one by one."""
         tape: Tape = self.rule_trace  # type: ignore[assignment]
         aval = None
-        for t, factor in zip(tangents, rule.factors):
-            if t is None or factor is None:
-                continue
-            if type(t) is not TapeTangent or t._trace is not tape or t.aval is not (aval or t.aval):
-                return super().apply_factors(prim, rule, ans, primals, tangents, params)
-            aval = t.aval
+        for t in tangents:
+            if t is not None:
+                if type(t) is not TapeTangent or t._trace is not tape or t.aval is not (aval or t.aval):
+                    return super().apply_factors(prim, rule, ans, primals, tangents, params)
+                aval = t.aval
         if aval is None:
             return None
         want = get_aval(ans)
         if (aval.weak_type or want.shape != aval.shape or want.dtype != aval.dtype
-                or aval.size * aval.dtype.itemsize >= LARGE_ARRAY_BYTES):  # large: see Tape.backward
+                or aval.size * aval.dtype.itemsize >= LARGE_ARRAY_BYTES):  # large: see backward
             return super().apply_factors(prim, rule, ans, primals, tangents, params)
         # The factors first (on the parent trace), then the products: the
         # products only touch this tape, so their order against the factors' is free.
         pairs = []
         same = True
-        for factor, t in zip(rule.factors, tangents):
-            if t is None or factor is None:
-                continue
-            if callable(factor):
-                state = self.state
-                prev = state["trace"]
-                state["trace"] = self.parent
-                try:
+        state = self.state
+        prev = state["trace"]
+        state["trace"] = self.parent
+        try:
+            for factor, t in zip(rule.factors, tangents):
+                if t is None or factor is None:
+                    continue
+                if callable(factor):
                     factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
-                finally:
-                    state["trace"] = prev
-            if same and not (type(factor) is int and factor in (1, -1)):
-                kind = type(factor)
-                # A product keeps the tangent's aval: a factor of that aval, or a Python number
-                # (weakly typed) times an inexact tangent.
-                same = (kind is float or kind is int) if kind in _PYTHON_SCALARS else get_aval(factor) is aval
-            pairs.append((t, factor))
+                if same and not (type(factor) is int and factor in (1, -1)):
+                    # A product keeps the tangent's aval: a factor of that aval, or a Python
+                    # number (weakly typed) times an inexact tangent.
+                    kind = type(factor)
+                    if kind in _PYTHON_SCALARS:
+                        same = kind is float or kind is int
+                    else:
+                        same = get_aval(factor) is aval
+                pairs.append((t, factor))
+        finally:
+            state["trace"] = prev
         if not same:
             out = None
             for t, factor in pairs:
