@@ -6,19 +6,24 @@ part need not be a jaxpr: nothing will print, check, cache or compile it. So
 the JVP interpreter records its tangent equations on a `Tape` instead, as
 entries `(primitive, operands, params, results, source)`: operands are the
 tape's tangents (the linear inputs) or the residuals themselves, results are
-new tangents, numbered. `Tape.backward` runs the entries backwards with each
+new tangents, numbered. `backward` runs the entries backwards with each
 linear primitive's transpose rule, cotangents in a list indexed by tangent
 number. No variables, literals, equations, jaxpr or dead-code pass are made.
+An elementwise primitive's tangent, a sum of products of tangents and
+factors (`JVPFactors`), is one entry whose transpose is that of the products
+and sums it stands for (`Tape.products`).
 
 The rules are the same as linearize-and-transpose's (the jvp rules of
 `core.rules` record the same equations in the same order, transposed by the
 same transpose rules and summed in the same order), so the derivatives are
-the same numbers. What the jaxpr path does for speed is done here too: a
+the same numbers (tests/transforms/test_tape.py compares them bit for bit).
+What the jaxpr path does for speed is done here too: a
 static index's cotangents are gathered and added once (`indexing.add_pieces`)
 and large cotangents the pass made itself are written into (see reverse.py).
 
-Everything that stages (make_jaxpr, jit, vmap, linearize, a jaxpr's
-transpose) keeps reverse.py's jaxpr. Works on flat lists of values.
+Everything that stages (make_jaxpr, jit, vmap, forward mode, linearize, a
+jaxpr's transpose) keeps reverse.py's jaxpr: `records_on_tape` says where
+the tape serves. Works on flat lists of values.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from ..core.rules import LARGE_ARRAY_BYTES, JVPFactors, transpose_rules
 from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..primitives import elementwise, indexing
 from . import forward, reverse
-from .forward import JVPTracer
+from .forward import JVPTrace, JVPTracer
 from .reverse import (
     _NEW_OR_PASSED,
     _SAME_AVAL,
@@ -48,7 +53,7 @@ from .reverse import (
     linearize_flat,
 )
 
-__all__ = ["Tape", "TapeTangent", "TapeTrace", "Pullback", "backward", "vjp_flat", "records_on_tape"]
+__all__ = ["Tape", "TapeTangent", "Pullback", "backward", "vjp_flat", "records_on_tape"]
 
 getitem_p = indexing.getitem_p
 _NO_PARAMS: dict[str, Any] = {}  # never mutated
@@ -127,6 +132,81 @@ class Tape(Trace):
         self.entries.append((prim, operands, params, out, self.source))
         return out
 
+    def emit(self, trace: LinearizeTrace, prim: Primitive, args: Sequence[Any],
+             params: dict[str, Any]) -> Any:
+        """`trace.emit` (LinearizeTrace's, whose rule trace this tape is): one
+        equation of a rule given as data, recorded here."""
+        tape = self
+        for x in args:
+            if type(x) is TapeTangent and x._trace is tape:
+                break
+        else:  # constants alone: computed now, by the parent
+            return tape.parent.process_primitive(prim, args, params)  # type: ignore[union-attr, arg-type]
+        aval = None
+        if prim in _SAME_AVAL:  # one or two operands: see LinearizeTrace.emit
+            first = args[0].aval if type(args[0]) is TapeTangent else get_aval(args[0])
+            if not first.weak_type and len(args) == 1:
+                aval = first
+            elif not first.weak_type:
+                second = args[1].aval if type(args[1]) is TapeTangent else get_aval(args[1])
+                if second is first:
+                    aval = first
+        return tape.record(prim, args, params, aval)
+
+    def apply_factors(
+        self, trace: LinearizeTrace, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any],
+        tangents: list[Any], params: dict[str, Any],
+    ) -> Any:
+        """JVPTrace's `sum_i tangent_i * factor_i`, recorded as one entry of
+        products (`Tape.products`) in the common case: tangents of one small
+        strongly typed aval that the factors and `ans` keep. Any other case
+        emits the products and sums one by one."""
+        tape = self
+        aval = None
+        for t in tangents:
+            if t is not None:
+                if type(t) is not TapeTangent or t._trace is not tape or t.aval is not (aval or t.aval):
+                    return JVPTrace.apply_factors(trace, prim, rule, ans, primals, tangents, params)
+                aval = t.aval
+        if aval is None:
+            return None
+        want = get_aval(ans)
+        if (aval.weak_type or want.shape != aval.shape or want.dtype != aval.dtype
+                or aval.size * aval.dtype.itemsize >= LARGE_ARRAY_BYTES):  # large: see backward
+            return JVPTrace.apply_factors(trace, prim, rule, ans, primals, tangents, params)
+        # The factors first (on the parent trace), then the products: the
+        # products only touch this tape, so their order against the factors' is free.
+        pairs = []
+        same = True
+        state = trace.state
+        prev = state["trace"]
+        state["trace"] = trace.parent
+        try:
+            for factor, t in zip(rule.factors, tangents):
+                if t is None or factor is None:
+                    continue
+                if callable(factor):
+                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
+                if same and not (type(factor) is int and factor in (1, -1)):
+                    # A product keeps the tangent's aval: a factor of that aval, or a Python
+                    # number (weakly typed) times an inexact tangent.
+                    kind = type(factor)
+                    if kind in _PYTHON_SCALARS:
+                        same = kind is float or kind is int
+                    else:
+                        same = get_aval(factor) is aval
+                pairs.append((t, factor))
+        finally:
+            state["trace"] = prev
+        if not same:
+            out = None
+            for t, factor in pairs:
+                out = trace.add_product(out, t, factor)
+            return trace.fit(out, ans)
+        if len(pairs) == 1 and type(pairs[0][1]) is int and pairs[0][1] == 1:
+            return pairs[0][0]  # the tangent itself, as emitted: no equation
+        return tape.products(pairs, aval)
+
     def products(self, pairs: list[tuple[TapeTangent, Any]], aval: ShapedArray) -> TapeTangent:
         """Record `sum_i t_i * factor_i` over `pairs` (factors of +-1 are a
         tangent or its negation), all of `aval`, which the result keeps, as
@@ -145,30 +225,29 @@ def _transpose_products(ct: Any, pairs: list[tuple[TapeTangent, Any]], aval: Sha
     `s_i = s_(i-1) + c_i`), in the order the backward pass of their jaxpr takes."""
     u = _undefined.get(aval) or _undefined_primal(aval)
     n = len(pairs)
+    mul_transpose = transpose_rules[_mul_p]  # looked up now: a table entry may change (tests inject faults)
     if n == 1:  # a unary primitive, or one differentiated operand: the common case
         factor = pairs[0][1]
         if type(factor) is int and factor in (1, -1):
-            return [ct if factor == 1 else _neg_transpose(ct, u)[0]]
-        return [_mul_transpose(ct, u, factor)[0]]
+            return [ct if factor == 1 else transpose_rules[_neg_p](ct, u)[0]]
+        return [mul_transpose(ct, u, factor)[0]]
     cts_c = [ct] * n
     if n > 1:
         cur = ct
         for i in range(n - 1, 0, -1):  # s_i = s_(i-1) + c_i, last first
-            cur, cts_c[i] = _add_transpose(cur, u, u)
+            cur, cts_c[i] = transpose_rules[_add_p](cur, u, u)
         cts_c[0] = cur
     out = []
     for i in range(n - 1, -1, -1):
         c, factor = cts_c[i], pairs[i][1]
         if type(factor) is int and factor in (1, -1):
-            out.append(c if factor == 1 else _neg_transpose(c, u)[0])
+            out.append(c if factor == 1 else transpose_rules[_neg_p](c, u)[0])
         else:
-            out.append(_mul_transpose(c, u, factor)[0])
+            out.append(mul_transpose(c, u, factor)[0])
     return out
 
 
-_add_transpose = transpose_rules[elementwise.add_p]
-_neg_transpose = transpose_rules[elementwise.neg_p]
-_mul_transpose = transpose_rules[elementwise.mul_p]
+_add_p, _neg_p, _mul_p = elementwise.add_p, elementwise.neg_p, elementwise.mul_p
 
 
 def backward(entries: list[Any], count: int, outs: Sequence[Any], cts_out: Sequence[Any],
@@ -309,90 +388,6 @@ def backward(entries: list[Any], count: int, outs: Sequence[Any], cts_out: Seque
     return [cts[x.index] if type(x) is TapeTangent else None for x in ins]
 
 
-class TapeTrace(LinearizeTrace):
-    """The JVP interpreter recording its tangents on a `Tape` (its rule trace):
-    linearization's recording, `stage` and `emit`, without a jaxpr."""
-
-    __slots__ = ()
-
-    def stage(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        tape: Tape = self.rule_trace  # type: ignore[assignment]
-        return tape.record(prim, args, params, None)
-
-    def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        tape: Tape = self.rule_trace  # type: ignore[assignment]
-        for x in args:
-            if type(x) is TapeTangent and x._trace is tape:
-                break
-        else:  # constants alone: computed now, by the parent
-            return tape.parent.process_primitive(prim, args, params)  # type: ignore[union-attr, arg-type]
-        aval = None
-        if prim in _SAME_AVAL:  # one or two operands: see LinearizeTrace.emit
-            first = args[0].aval if type(args[0]) is TapeTangent else get_aval(args[0])
-            if not first.weak_type and len(args) == 1:
-                aval = first
-            elif not first.weak_type:
-                second = args[1].aval if type(args[1]) is TapeTangent else get_aval(args[1])
-                if second is first:
-                    aval = first
-        return tape.record(prim, args, params, aval)
-
-
-    def apply_factors(
-        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
-        params: dict[str, Any],
-    ) -> Any:
-        """JVPTrace's `sum_i tangent_i * factor_i`, recorded as one entry of
-        products (`Tape.products`) in the common case: tangents of one small
-        strongly typed aval that the factors and `ans` keep. Any other case
-        emits the products and sums one by one."""
-        tape: Tape = self.rule_trace  # type: ignore[assignment]
-        aval = None
-        for t in tangents:
-            if t is not None:
-                if type(t) is not TapeTangent or t._trace is not tape or t.aval is not (aval or t.aval):
-                    return super().apply_factors(prim, rule, ans, primals, tangents, params)
-                aval = t.aval
-        if aval is None:
-            return None
-        want = get_aval(ans)
-        if (aval.weak_type or want.shape != aval.shape or want.dtype != aval.dtype
-                or aval.size * aval.dtype.itemsize >= LARGE_ARRAY_BYTES):  # large: see backward
-            return super().apply_factors(prim, rule, ans, primals, tangents, params)
-        # The factors first (on the parent trace), then the products: the
-        # products only touch this tape, so their order against the factors' is free.
-        pairs = []
-        same = True
-        state = self.state
-        prev = state["trace"]
-        state["trace"] = self.parent
-        try:
-            for factor, t in zip(rule.factors, tangents):
-                if t is None or factor is None:
-                    continue
-                if callable(factor):
-                    factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
-                if same and not (type(factor) is int and factor in (1, -1)):
-                    # A product keeps the tangent's aval: a factor of that aval, or a Python
-                    # number (weakly typed) times an inexact tangent.
-                    kind = type(factor)
-                    if kind in _PYTHON_SCALARS:
-                        same = kind is float or kind is int
-                    else:
-                        same = get_aval(factor) is aval
-                pairs.append((t, factor))
-        finally:
-            state["trace"] = prev
-        if not same:
-            out = None
-            for t, factor in pairs:
-                out = self.add_product(out, t, factor)
-            return self.fit(out, ans)
-        if len(pairs) == 1 and type(pairs[0][1]) is int and pairs[0][1] == 1:
-            return pairs[0][0]  # the tangent itself, as emitted: no equation
-        return tape.products(pairs, aval)
-
-
 _PYTHON_SCALARS = (float, int, complex, bool)
 
 forward.RECORDING_TRACES.add(Tape)
@@ -431,7 +426,7 @@ def records_on_tape(trace: Trace) -> bool:
     is evaluation or another tape's, so values are concrete and nothing
     stages (make_jaxpr, jit, vmap and forward mode keep linearization)."""
     while trace is not EVAL_TRACE:
-        if type(trace) is not TapeTrace:
+        if type(trace) is not LinearizeTrace or type(trace.rule_trace) is not Tape:
             return False
         trace = trace.parent  # type: ignore[assignment]
     return True
@@ -454,7 +449,7 @@ def vjp_flat(
     if not records_on_tape(parent):
         return linearize_flat(fun, primals, transform, has_aux, keep)
     tape = Tape(parent, transform)
-    trace = TapeTrace(parent, transform, rule_trace=tape)
+    trace = LinearizeTrace(parent, transform, rule_trace=tape)
     in_avals = [get_aval(p).strip_weak_type() for p in primals]
     ins: list[Any] = []
     tangents_in: list[Any] = []
