@@ -26,6 +26,7 @@ from ..primitives import elementwise
 from ..primitives.derivatives import zeros_now
 from ..transforms.forward import jvp_flat
 from ..transforms.reverse import LinearFunction, linearize_flat
+from ..transforms.tape import Pullback, vjp_flat
 from .arguments import (
     OutStore,
     arguments_library,
@@ -121,7 +122,7 @@ def _leaf_position(tree: PyTreeDef, i: int) -> str:
 
 
 def _vjp_fn(
-    linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, primals: list[Any]
+    linear: LinearFunction | Pullback, in_tree: PyTreeDef, out_tree: PyTreeDef, primals: list[Any]
 ) -> Callable[[Any], tuple[Any, ...]]:
     library = library_of(primals)
 
@@ -133,7 +134,7 @@ def _vjp_fn(
     return vjp_fn
 
 
-def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, cotangent: Any,
+def _pull_back(linear: LinearFunction | Pullback, in_tree: PyTreeDef, out_tree: PyTreeDef, cotangent: Any,
                library: Library | None) -> Any:
     ct_leaves, ct_tree = tree_flatten(cotangent)
     if ct_tree != out_tree:
@@ -151,8 +152,9 @@ def _pull_back(linear: LinearFunction, in_tree: PyTreeDef, out_tree: PyTreeDef, 
 
 
 def _linearize(
-    fun: Callable[..., Any], primals: Sequence[Any], transform: str, has_aux: bool, keep: bool = True
-) -> tuple[list[Any], LinearFunction, PyTreeDef, OutStore, Any, PyTreeDef, list[Any]]:
+    fun: Callable[..., Any], primals: Sequence[Any], transform: str, has_aux: bool, keep: bool = True,
+    flat: Callable[..., Any] = linearize_flat,
+) -> tuple[list[Any], Any, PyTreeDef, OutStore, Any, PyTreeDef, list[Any]]:
     leaves, in_tree = tree_flatten(tuple(primals))
     leaves = [to_traced_input(x) for x in leaves]
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
@@ -161,7 +163,7 @@ def _linearize(
     def run(library: Library | None) -> tuple[list[Any], list[Any], LinearFunction, Any]:
         with on_library((), library), user_warnings():
             ins = _in_library(leaves, library)
-            return (ins, *linearize_flat(flat_fun, ins, transform, has_aux, keep))
+            return (ins, *flat(flat_fun, ins, transform, has_aux, keep))
 
     leaves, outs, linear, aux = where_the_data_is(run, library)  # or on a closure's library
     assert store.tree is not None
@@ -189,7 +191,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     (np.float64(1.0),)
     """
     outs, linear, out_tree, _, aux, in_tree, leaves = _linearize(
-        fun, primals, f"vjp of {fun_name(fun)}", has_aux
+        fun, primals, f"vjp of {fun_name(fun)}", has_aux, flat=vjp_flat
     )
     out = tree_unflatten(out_tree, [to_output(x) for x in outs])
     vjp_fn = _vjp_fn(linear, in_tree, out_tree, leaves)
@@ -237,7 +239,7 @@ def _grad_pass(fun: Callable[..., Any], flat_fun: Callable[..., Any], leaves: li
                library: Library | None) -> tuple[list[Any], list[Any], Any]:
     """grad's forward and backward pass: the outputs, the aux values and the
     gradient's leaves as the differentiated arguments' tree."""
-    outs, linear, aux = linearize_flat(flat_fun, leaves, f"grad of {fun_name(fun)}", has_aux, keep=False)
+    outs, linear, aux = vjp_flat(flat_fun, leaves, f"grad of {fun_name(fun)}", has_aux, keep=False)
     assert store.tree is not None
     aval = _check_scalar_output(fun, store.tree, outs, holomorphic)
     cts = linear.transpose(_in_library([aval.dtype.type(1)], library), consume=True)

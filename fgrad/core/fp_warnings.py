@@ -40,7 +40,9 @@ _extobj_contextvar: Any = getattr(_umath, "_extobj_contextvar", None)
 _MODES = ("divide", "over", "under", "invalid")
 _GENERATED = "<fgrad"  # the file name of every function jit generates
 _LIBRARIES = frozenset({"fgrad", "numpy", "scipy"})  # whose frames are not the user's
-_DIFFERENTIATION = frozenset({"fgrad.transforms.forward", "fgrad.transforms.reverse"})  # rules run there
+_DIFFERENTIATION = frozenset({  # rules run there
+    "fgrad.transforms.forward", "fgrad.transforms.reverse", "fgrad.transforms.tape",
+})
 _CALLED = re.compile(r"\b(?:np|math|numpy)\.(\w+)\(|= (\w+)\(")
 
 

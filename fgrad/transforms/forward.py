@@ -26,7 +26,7 @@ from ..core.trace import EVAL_TRACE, Primitive, Trace, Tracer, ctx, tracing
 from ..ir.cache import cached_per_jaxpr
 from ..ir.evaluate import eval_jaxpr
 from ..ir.jaxpr import ClosedJaxpr
-from ..ir.staging import StagingTrace, StagingTracer, trace_to_jaxpr
+from ..ir.staging import StagingTrace, trace_to_jaxpr
 from ..primitives.derivatives import zeros_like_value
 from ..primitives.elementwise import add_p, convert_element_type_p, mul_p, neg_p
 from ..primitives.shapes import broadcast_to_p
@@ -65,6 +65,10 @@ class JVPTracer(Tracer):
 _DROPS_TANGENT = {"float": "float()", "complex": "complex()", "item": ".item()", "tolist": ".tolist()"}
 
 
+# The rule traces that record tangent equations (linearization's jaxpr, the
+# eager tape): each is told the primitive whose derivative it records (`source`).
+RECORDING_TRACES: set[type] = {StagingTrace}
+
 _NO_PARAMS: dict[str, Any] = {}  # shared by the parameterless equations emitted here: never mutated
 
 
@@ -101,8 +105,8 @@ class JVPTrace(Trace):
                 primal_out = prim.impl(*primals, **params) if params else prim.impl(*primals)
             else:
                 primal_out = parent.process_primitive(prim, primals, params)  # type: ignore[union-attr, arg-type]
-            if type(self.rule_trace) is StagingTrace:  # tell the jaxpr where its equations come from
-                self.rule_trace.source = prim.name
+            if type(self.rule_trace) in RECORDING_TRACES:  # tell the record where its equations come from
+                self.rule_trace.source = prim.name  # type: ignore[attr-defined]
             if kind is JVPFactors:
                 tangent_out = None if rule.none else self.apply_factors(  # type: ignore[union-attr]
                     prim, rule, primal_out, primals, tangents, params)  # type: ignore[arg-type]
@@ -116,8 +120,8 @@ class JVPTrace(Trace):
             state = self.state
             prev = state["trace"]
             state["trace"] = rule_trace = self.rule_trace
-            if type(rule_trace) is StagingTrace:  # linearizing: tell the jaxpr where its equations come from
-                rule_trace.source = prim.name
+            if type(rule_trace) in RECORDING_TRACES:  # linearizing: say where its equations come from
+                rule_trace.source = prim.name  # type: ignore[attr-defined]
             try:
                 primal_out, tangent_out = rule(primals, tangents, **params)  # type: ignore[operator]
             finally:
@@ -173,7 +177,6 @@ class JVPTrace(Trace):
         factors are primal values, computed on the parent trace (reverse mode
         keeps them as residuals); the products and sums are emitted."""
         out = None
-        emit = self.emit
         for factor, t in zip(rule.factors, tangents):
             if t is None or factor is None:
                 continue
@@ -185,15 +188,21 @@ class JVPTrace(Trace):
                     factor = factor(ans, *primals, **params) if params else factor(ans, *primals)
                 finally:
                     state["trace"] = prev
-            if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
-                c = t if factor == 1 else emit(neg_p, (t,), _NO_PARAMS)
-            else:
-                c = emit(mul_p, (t, factor), _NO_PARAMS)
-            out = c if out is None else emit(add_p, (out, c), _NO_PARAMS)
-        if out is None:
-            return None
+            out = self.add_product(out, t, factor)
+        return None if out is None else self.fit(out, ans)
+
+    def add_product(self, out: Any, t: Any, factor: Any) -> Any:
+        """`out + t * factor` (`t * factor` if `out` is None), emitted."""
+        if type(factor) is int and factor in (1, -1):  # a constant +-1: no product
+            c = t if factor == 1 else self.emit(neg_p, (t,), _NO_PARAMS)
+        else:
+            c = self.emit(mul_p, (t, factor), _NO_PARAMS)
+        return c if out is None else self.emit(add_p, (out, c), _NO_PARAMS)
+
+    def fit(self, out: Any, ans: Any) -> Any:
+        """Tangent `out` broadcast and cast to the shape and dtype of `ans`, where they differ."""
         want = get_aval(ans)
-        aval = out.aval if type(out) is StagingTracer else get_aval(out)  # the common case, directly
+        aval = out.aval if isinstance(out, Tracer) else get_aval(out)  # the common case, directly
         if aval is not want:
             if aval.shape != want.shape:
                 out = self.emit(broadcast_to_p, (out,), {"shape": want.shape})

@@ -8,6 +8,10 @@ jaxpr backwards with each linear primitive's transpose rule, binding on the
 current trace, so reverse mode is itself traceable: under make_jaxpr it
 stages the backward equations, under another grad it is differentiated.
 
+On concrete values, with nothing staging below, grad and vjp record the
+same tangent equations on a tape instead of a jaxpr (tape.py), and run it
+backwards with the same transpose rules.
+
 Works on flat lists of values: pytrees belong to the API layer.
 """
 
@@ -22,6 +26,7 @@ from ..core.avals import ShapedArray, get_aval, is_inexact_dtype
 from ..core.errors import missing_rule_error
 from ..core.rules import (
     LARGE_ARRAY_BYTES,
+    JVPFactors,
     Linearization,
     UndefinedPrimal,
     transpose_rules,
@@ -75,7 +80,9 @@ class LinearFunction:
 
 class LinearizeTrace(JVPTrace):
     """The JVP interpreter with its tangents staged into a linear jaxpr (its
-    rule trace is a non-constant-staging `StagingTrace`). Elementwise factors
+    rule trace is a non-constant-staging `StagingTrace`), or recorded on a
+    tape on concrete values (a `tape.Tape`, which then does the recording:
+    `stage`, `emit` and `apply_factors` hand it over). Elementwise factors
     are recorded straight into that jaxpr as `mul` equations, skipping the
     dispatch a bound `mul` would go through: the hot path of reverse mode."""
 
@@ -101,6 +108,8 @@ class LinearizeTrace(JVPTrace):
         staged values) become its linear inputs, anything else a constant.
         Returns the tangent(s) of its result."""
         builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
+        if type(builder) is not StagingTrace:  # a tape (tape.py)
+            return builder.record(prim, args, params, None)  # type: ignore[attr-defined]
         atoms = []  # a loop, not a comprehension: this is the hot path, and a comprehension is a call
         for x in args:
             atoms.append(x.var if type(x) is StagingTracer and x._trace is builder else builder.atom(x))
@@ -116,6 +125,8 @@ class LinearizeTrace(JVPTrace):
         An elementwise product, sum or negation of operands of one strongly
         typed aval has that aval: no need for the shape rule."""
         builder: StagingTrace = self.rule_trace  # type: ignore[assignment]
+        if type(builder) is not StagingTrace:  # a tape (tape.py)
+            return builder.emit(self, prim, args, params)  # type: ignore[attr-defined]
         for x in args:
             if type(x) is StagingTracer and x._trace is builder:
                 break
@@ -133,6 +144,16 @@ class LinearizeTrace(JVPTrace):
         if prim.multiple_results:
             return [StagingTracer(builder, v) for v in out]
         return StagingTracer(builder, out)
+
+
+    def apply_factors(
+        self, prim: Primitive, rule: JVPFactors, ans: Any, primals: list[Any], tangents: list[Any],
+        params: dict[str, Any],
+    ) -> Any:
+        if type(self.rule_trace) is not StagingTrace:  # a tape, which records the products as one entry
+            return self.rule_trace.apply_factors(  # type: ignore[attr-defined]
+                self, prim, rule, ans, primals, tangents, params)
+        return super().apply_factors(prim, rule, ans, primals, tangents, params)
 
 
 _SAME_AVAL = {elementwise.mul_p, elementwise.add_p, elementwise.neg_p, elementwise.sub_p}
