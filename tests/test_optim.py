@@ -621,10 +621,8 @@ def test_recording_is_what_the_script_records(recorded):
 
     now = record()
     assert json.loads(dumps(now)) == now  # the file's text reads back as the recording
-    if now["torch_version"] == recorded["torch_version"]:
-        assert dumps(now) == RECORDED.read_text(), (
-            f"{RECORDED.name} is not what tests/record_torch_optim.py records: run it and commit the file")
-    # Another PyTorch may round differently in the last bits: everything else must be equal.
+    # PyTorch may round differently in the last bits (another version, or the same one on
+    # another CPU's vector units): the trajectories agree to rounding, everything else exactly.
     assert {k: v for k, v in now.items() if k not in ("torch_version", "cases")} == {
         k: v for k, v in recorded.items() if k not in ("torch_version", "cases")}
     assert list(now["cases"]) == list(recorded["cases"])
