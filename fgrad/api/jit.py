@@ -18,7 +18,6 @@ import ctypes
 import functools
 import gc
 import inspect
-import logging
 import operator
 import os
 import sys
@@ -49,7 +48,13 @@ from .pytree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tre
 __all__ = ["jit"]
 
 CACHE_SIZE = 64  # traced versions kept per jitted function (least recently used go first)
-_log = logging.getLogger("fgrad.jit")
+
+
+def _warn_log(message: str, *args: Any) -> None:
+    """A warning on the logger "fgrad.jit" (logging imported here: `import fgrad` need not pay for it)."""
+    import logging
+
+    logging.getLogger("fgrad.jit").warning(message, *args)
 
 _ABSTRACT_ADVICE = (
     "mark the argument static with jit's static_argnums (or static_argnames), so that its "
@@ -379,10 +384,10 @@ class Jitted:
             return None, operands
         if stale and config.explain_cache_misses:
             assert entry is not None
-            _log.warning("jit of %s traces again: %s", self.name, self._why_stale(entry))
+            _warn_log("jit of %s traces again: %s", self.name, self._why_stale(entry))
         elif last is not None and config.explain_cache_misses:
             names = _arg_names(self.fun, args, dyn_nums, kwargs, list(dyn_kw))
-            _log.warning("jit of %s traces again: %s", self.name, _difference(last, key, names))
+            _warn_log("jit of %s traces again: %s", self.name, _difference(last, key, names))
         entry = self._trace(args, kwargs, dyn_nums, list(dyn_kw), in_tree, avals, operands)
         entry.key = key
         if not any(isinstance(c, Tracer) for c in entry.consts):  # tracers belong to this call only
@@ -472,7 +477,7 @@ class Jitted:
             if generated is not None:
                 steps += f", generate code {generated - optimised:.3f} s"
             n_traced, n_now = len(closed.jaxpr.eqns), len(jaxpr.jaxpr.eqns)
-            _log.warning("jit of %s took %.3f s to compile a version of %d equations (%d after "
+            _warn_log("jit of %s took %.3f s to compile a version of %d equations (%d after "
                          "optimising): %s", self.name, total, n_traced, n_now, steps)
         return entry
 
@@ -806,16 +811,15 @@ def _closed_over_names(fun: Callable[..., Any], consts: list[Any]) -> list[str]:
             for c in consts]
 
 
-_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
-
-
 def _random_states(fun: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     """NumPy's random generators that a trace of `fun` could draw from (NumPy's
     global one, behind `np.random.*`, and those `fun` reads that `_reachable`
     sees), each with its description and its state now. A microsecond or
     two, once per trace."""
+    # numpy.random is imported here, at the first trace, not by `import fgrad` (15 ms).
+    kinds = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
     found: list[tuple[str, Any]] = [("NumPy's global random state (np.random.*)", np.random.mtrand._rand)]
-    found += [(what, g) for what, g in _reachable(fun) if isinstance(g, _RANDOM_TYPES)]
+    found += [(what, g) for what, g in _reachable(fun) if isinstance(g, kinds)]
     return [(what, g, _random_state(g)) for what, g in found]
 
 
