@@ -4,8 +4,8 @@ The function's source has one line per equation, `c = f3(a, b)`, where `f3` is
 the primitive's implementation: no tracer, no `bind`, no rule lookup when it
 runs. Constants, literals, implementations and parameters reach it as globals
 of its own namespace, named by fgrad (`v3`, `k0`, `f2`, `p2`), never from user
-strings. A value of more than 64 bytes is deleted after its last use
-(liveness), as `eval_jaxpr` releases it. The source is compiled once per jaxpr and cached.
+strings. A value is deleted after its last use (liveness), as `eval_jaxpr`
+releases it. The source is compiled once per jaxpr and cached.
 
 Each primitive says how it is written, beside its other rules
 (`core.rules`); three rules can apply, all optional:
@@ -73,11 +73,6 @@ _FLOAT64 = np.dtype(np.float64)
 # How deep the expressions of float code nest, when each value read once is
 # written where it is read (CPython's parser allows 200 parentheses).
 _MAX_DEPTH = 8
-# A value of at most this many bytes of data is not deleted when it dies: it goes when the
-# function returns. A `del` costs a line to compile and a statement to run, more than
-# the memory (a NumPy scalar or array object of under 200 bytes) is worth; in a scalar
-# program's generated code a third of the lines were such `del`s.
-_KEPT_BYTES = 64
 _MAX_LENGTH = 160  # characters of an expression taking another in: each copies the string
 # An expression that is one call or one parenthesis, `math.exp(w1 - w2)`, is an operand as it is
 # (with `(` once in it: the plain cases, told in C).
@@ -192,10 +187,11 @@ def compile_jaxpr(closed: ClosedJaxpr, donated: tuple[bool, ...] = (),
     >>> compiled = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.sin(x) * x)(np.ones(2)))
     >>> compiled(np.array([0.5, 1.0]))
     [array([0.23971277, 0.84147098])]
-    >>> print(compiled.source)  # values of 64 bytes or fewer are not deleted: they go at the return
+    >>> print(compiled.source)
     def jitted(v0):
         v1 = f0(v0)
         v2 = v1 * v0
+        del v0, v1
         return [v2]
     >>> scalar = compile_jaxpr(fgrad.make_jaxpr(lambda x: fnp.log(fnp.sin(x) * x + 1.0))(0.5))
     >>> print(scalar.source.split("except")[0])
@@ -534,14 +530,6 @@ def _packs(jaxpr: Jaxpr, uses: dict[Var, int]) -> tuple[dict[int, list[Any]], di
             if type(p) is Var:
                 used_until[p] = max(used_until.get(p, i), i)
     return packs, folded, used_until
-
-
-def _small(aval: Any) -> bool:
-    """Whether a value of `aval` holds at most _KEPT_BYTES of data (known from its shape)."""
-    shape, dtype = getattr(aval, "shape", None), getattr(aval, "dtype", None)
-    if dtype is None or dtype.kind == "O" or shape is None or not all(type(d) is int for d in shape):
-        return False  # a loop's tape, or a length known only at run time
-    return math.prod(shape) * dtype.itemsize <= _KEPT_BYTES
 
 
 class _Writer:
@@ -970,7 +958,7 @@ class _Writer:
         for v in dead:
             if v in keep:
                 continue
-            if v in as_numpy and not _small(v.aval):  # nor is a float
+            if v in as_numpy:  # a float is not worth the time a `del` takes
                 names.append(self.name(v))
         if names:
             lines.append(f"    del {', '.join(names)}")
