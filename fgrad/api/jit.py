@@ -478,7 +478,7 @@ class Jitted:
                 steps += f", generate code {generated - optimised:.3f} s"
             n_traced, n_now = len(closed.jaxpr.eqns), len(jaxpr.jaxpr.eqns)
             _warn_log("jit of %s took %.3f s to compile a version of %d equations (%d after "
-                         "optimising): %s", self.name, total, n_traced, n_now, steps)
+                      "optimising): %s", self.name, total, n_traced, n_now, steps)
         return entry
 
 
