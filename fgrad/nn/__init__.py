@@ -306,6 +306,13 @@ def sparse_sigmoid(x: ArrayLike) -> Array:
 # --- normalisations -----------------------------------------------------------------------
 
 
+def _keeps(axes: tuple[int, ...]) -> bool:
+    """Whether a reduction over `axes` must keep them to broadcast against its
+    operand: not when they are the leading axes (the reduced shape is then the
+    operand's trailing one), which spares a reshape (W9's softmax of 4 scalars)."""
+    return axes != tuple(range(len(axes)))  # normalize_axes sorts them
+
+
 def _shift(x: Any, axis: Axis, masked: bool) -> Any:
     """The maximum of `x` over `axis` (kept; -inf for an empty axis), without a
     derivative (the results do not depend on it). Where entries are masked out
@@ -314,8 +321,10 @@ def _shift(x: Any, axis: Axis, masked: bool) -> Any:
     # Taken of x without its derivative, so no transform works on the maximum's;
     # `initial` only for an empty axis (elsewhere it is one equation more, of no effect).
     shape = get_aval(x).shape
-    empty = any(shape[a] == 0 for a in normalize_axes(axis, len(shape)))
-    x_max = fnp.max(ew.stop_gradient(x), axis, keepdims=True, initial=-np.inf if empty else None)
+    axes = normalize_axes(axis, len(shape))
+    empty = any(shape[a] == 0 for a in axes)
+    x_max = fnp.max(ew.stop_gradient(x), axis, keepdims=_keeps(axes),
+                    initial=-np.inf if empty else None)
     if masked:
         x_max = fnp.where(fnp.isfinite(x_max), x_max, 0.0)
     return x_max
@@ -325,7 +334,7 @@ def _total(e: Any, axis: Axis, masked: bool) -> Any:
     """The sum of `e` over `axis` (kept); where entries are masked out, 1 for
     a row whose sum is 0 (nothing selected), so that its result (masked out in
     turn) and derivative are not nan."""
-    total = fnp.sum(e, axis, keepdims=True)
+    total = fnp.sum(e, axis, keepdims=_keeps(normalize_axes(axis, len(get_aval(e).shape))))
     return fnp.where(total == 0, 1.0, total) if masked else total
 
 

@@ -180,6 +180,19 @@ def test_softmax_derivatives(axis, shape):
                                atol=1e-16)
 
 
+def test_softmax_over_leading_axes_binds_no_reshape():
+    # Reduced over its leading axes, the maximum and the sum broadcast as they
+    # are: no keepdims reshape (a primitive less each, W9's softmax of 4 scalars).
+    for x, axis in [(X[0], 0), (X[:3], 0), (X[:3], None)]:
+        text = str(fgrad.make_jaxpr(lambda x, axis=axis: nn.softmax(x, axis))(x))
+        assert "reshape" not in text
+        np.testing.assert_allclose(nn.softmax(x, axis), ss.softmax(x, axis), rtol=1e-14)
+        mask = x > 0
+        want = np.where(mask, ss.softmax(np.where(mask, x, -np.inf), axis), 0.0)
+        np.testing.assert_allclose(nn.softmax(x, axis, where=mask), want, rtol=1e-14)
+    assert "reshape" in str(fgrad.make_jaxpr(lambda x: nn.softmax(x, 1))(X[:3]))
+
+
 def test_softmax_of_minus_inf_entries():
     x = np.array([0.0, -np.inf, 1.0])
     with warnings.catch_warnings():
