@@ -314,7 +314,7 @@ def _keeps(axes: tuple[int, ...]) -> bool:
 
 
 def _shift(x: Any, axis: Axis, masked: bool) -> Any:
-    """The maximum of `x` over `axis` (kept; -inf for an empty axis), without a
+    """The maximum of `x` over `axis` (kept unless leading: `_keeps`; -inf for an empty axis), without a
     derivative (the results do not depend on it). Where entries are masked out
     (made -inf), a row with no finite maximum is shifted by 0 instead, so that
     its exp is 0, not nan."""
@@ -331,7 +331,7 @@ def _shift(x: Any, axis: Axis, masked: bool) -> Any:
 
 
 def _total(e: Any, axis: Axis, masked: bool) -> Any:
-    """The sum of `e` over `axis` (kept); where entries are masked out, 1 for
+    """The sum of `e` over `axis` (kept unless leading: `_keeps`); where entries are masked out, 1 for
     a row whose sum is 0 (nothing selected), so that its result (masked out in
     turn) and derivative are not nan."""
     total = fnp.sum(e, axis, keepdims=_keeps(normalize_axes(axis, len(get_aval(e).shape))))
